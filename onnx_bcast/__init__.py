@@ -1,0 +1,28 @@
+"""onnx-bcast: run or convert ONNX models with explicit (OpenVINO, nGraph, PaddlePaddle) broadcasts."""
+
+from __future__ import annotations
+
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.ops.broadcast import broadcast, broadcast_shape, expand
+from onnx_bcast.ops.broadcast_v0 import broadcast_like_v0, broadcast_v0
+from onnx_bcast.prepare import prepare
+from onnx_bcast.schemas import register as register_schemas
+from onnx_bcast.session import InferenceSession, session_options
+
+DOMAIN = "onnx_bcast"
+__version__ = "0.1.0"
+
+register_schemas()
+
+__all__ = [
+    "DOMAIN",
+    "BroadcastError",
+    "InferenceSession",
+    "broadcast",
+    "broadcast_like_v0",
+    "broadcast_shape",
+    "broadcast_v0",
+    "expand",
+    "prepare",
+    "session_options",
+]

@@ -1,0 +1,103 @@
+"""What every op family shares: the op-spec record and validation of shape-like inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from onnx_bcast.errors import BroadcastError, fmt_shape
+
+Shape = tuple[int, ...]
+
+# Every tensor type a broadcast accepts (ONNX type strings, for the schemas).
+ALL_TENSOR_TYPES: tuple[str, ...] = tuple(
+    f"tensor({t})"
+    for t in (
+        "float", "double", "float16", "bfloat16",
+        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "bool", "string",
+    )
+)
+INDEX_TYPES: tuple[str, ...] = ("tensor(int32)", "tensor(int64)")
+
+
+@dataclass(frozen=True)
+class Input:
+    """One formal input of an op."""
+
+    name: str
+    type_param: str
+    optional: bool = False
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Attr:
+    """One attribute of an op: kind is 'string', 'int' or 'ints'."""
+
+    name: str
+    kind: str
+    default: Any
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """Everything the adapters (schemas, ORT bridge, converter) need to know about one op."""
+
+    name: str
+    doc: str
+    inputs: tuple[Input, ...]
+    attrs: tuple[Attr, ...]
+    type_constraints: tuple[tuple[str, tuple[str, ...]], ...]
+    output_type_param: str
+    # kernel(inputs, attrs) -> output; inputs may contain None for absent optional inputs
+    kernel: Callable[[list[np.ndarray | None], dict[str, Any]], np.ndarray]
+    # static_shape(input_shapes, input_values, attrs) -> output shape, or None when unknown
+    static_shape: Callable[[list[Shape | None], list[np.ndarray | None], dict[str, Any]], Shape | None]
+    # the 'mode' shown in error messages, from the attributes
+    mode_of: Callable[[dict[str, Any]], str] = field(default=lambda attrs: "")
+
+    def defaults(self) -> dict[str, Any]:
+        """The attributes a node without any would have."""
+        return {a.name: a.default for a in self.attrs}
+
+
+def int_vector(values: Any, what: str, op: str, mode: str) -> Shape:
+    """A 1-D integer tensor (or a sequence of ints) as a tuple of Python ints, else a BroadcastError."""
+    if values is None:
+        raise BroadcastError(op, mode, f"{what} is required")
+    arr = np.asarray(values)
+    empty_sequence = arr.size == 0 and not isinstance(values, np.ndarray)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.integer) or empty_sequence):
+        raise BroadcastError(op, mode, f"{what} must be an integer tensor, got dtype {arr.dtype}")
+    if arr.ndim != 1:
+        raise BroadcastError(op, mode, f"{what} must be 1-D, got shape {fmt_shape(arr.shape)}")
+    return tuple(int(v) for v in arr.tolist())
+
+
+def target_dims(values: Any, op: str, mode: str) -> Shape:
+    """Validated target-shape values: 1-D, integer, no negative dimension."""
+    target = int_vector(values, "target_shape", op, mode)
+    for i, t in enumerate(target):
+        if t < 0:
+            raise BroadcastError(op, mode, f"target dim {i} is negative ({t}); target {fmt_shape(target)}")
+    return target
+
+
+def shape_of(data: Any) -> Shape:
+    """The shape of an array-like as a tuple of ints."""
+    return tuple(int(d) for d in np.shape(data))
+
+
+def as_array(data: Any) -> np.ndarray:
+    """Data as a numpy array without copying an array that already is one."""
+    return data if isinstance(data, np.ndarray) else np.asarray(data)
+
+
+def ints_or_none(values: Sequence[int] | np.ndarray | None) -> np.ndarray | None:
+    """Integer values as an int64 array, None stays None."""
+    return None if values is None else np.asarray(values, dtype=np.int64)

@@ -1,0 +1,94 @@
+"""The one place that touches onnxruntime-extensions' private Python-op bridge: a faster output path.
+
+The stock hook returns every output through ``ndarray.tolist()``. Its C++ side copies from any contiguous
+array of the output's element size, so we hand it contiguous arrays of the declared dtype instead. String
+outputs and outputs of other packages' ops whose type is left open keep the stock list path, so their
+behaviour is unchanged. ``tests/test_ort_marshal.py`` fails loudly if the private API moves.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+from onnxruntime_extensions import PyCustomOpDef
+from onnxruntime_extensions import _ocos as ocos
+
+from onnx_bcast.process_state import state
+
+_NUMPY_OF: dict[int, np.dtype] = {
+    PyCustomOpDef.dt_float: np.dtype(np.float32),
+    PyCustomOpDef.dt_double: np.dtype(np.float64),
+    PyCustomOpDef.dt_float16: np.dtype(np.float16),
+    PyCustomOpDef.dt_int8: np.dtype(np.int8),
+    PyCustomOpDef.dt_int16: np.dtype(np.int16),
+    PyCustomOpDef.dt_int32: np.dtype(np.int32),
+    PyCustomOpDef.dt_int64: np.dtype(np.int64),
+    PyCustomOpDef.dt_uint8: np.dtype(np.uint8),
+    PyCustomOpDef.dt_uint16: np.dtype(np.uint16),
+    PyCustomOpDef.dt_uint32: np.dtype(np.uint32),
+    PyCustomOpDef.dt_uint64: np.dtype(np.uint64),
+    PyCustomOpDef.dt_bool: np.dtype(np.bool_),
+    PyCustomOpDef.dt_complex64: np.dtype(np.complex64),
+    PyCustomOpDef.dt_complex128: np.dtype(np.complex128),
+}
+
+
+SCRATCH_LIMIT = 256 * 1024 * 1024  # largest output copied through a per-thread reusable buffer
+_scratch = threading.local()
+
+
+def _contiguous(arr: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of a broadcast view, in this thread's reusable buffer when it fits.
+
+    The C++ side copies it into ORT's output before this thread runs any other Python code, so reusing the
+    buffer on the next call is safe; it saves the page faults of a fresh allocation per call.
+    """
+    if arr.flags.c_contiguous or arr.nbytes > SCRATCH_LIMIT or arr.dtype.hasobject:
+        return np.ascontiguousarray(arr)
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or buf.nbytes < arr.nbytes:
+        buf = np.empty(max(arr.nbytes, 1 << 16), dtype=np.uint8)
+        _scratch.buf = buf
+    view = buf[: arr.nbytes].view(arr.dtype).reshape(arr.shape)
+    np.copyto(view, arr)
+    return view
+
+
+def _marshal(value: Any, declared: int, ours: bool) -> Any:
+    """One output as the C++ side copies it: a contiguous array, or a flat list for strings."""
+    arr = np.asarray(value)
+    if declared == PyCustomOpDef.dt_string or arr.dtype.kind in "OUS":
+        return arr.reshape(-1).tolist()
+    dtype = _NUMPY_OF.get(declared)
+    if dtype is not None:
+        return np.ascontiguousarray(arr, dtype=dtype)
+    if ours:  # type left open: our kernels return exactly the type ORT inferred
+        return _contiguous(arr)
+    return arr.reshape(-1).tolist()
+
+
+def _invoke(op_id: int, feed: list, attributes: dict) -> tuple:
+    """Replacement for ``_ocos._on_pyop_invocation`` with the same contract for every Python op."""
+    opdef = ocos.Opdef._odlist[op_id]
+    result = opdef.body(*feed, **opdef.cast_attributes(attributes))
+    outputs = result if isinstance(result, tuple) else (result,)
+    declared = list(opdef._nativedef.output_types)
+    ours = op_id in state().our_op_ids
+    reply: list[Any] = [op_id]
+    for i, value in enumerate(outputs):
+        kind = declared[i] if i < len(declared) else PyCustomOpDef.undefined
+        reply.append(tuple(np.shape(value)))
+        reply.append(_marshal(value, kind, ours))
+    return tuple(reply)
+
+
+def install() -> None:
+    """Route every Python op of this process through the array path (once per process)."""
+    st = state()
+    with st.lock:
+        if st.hook_installed:
+            return
+        PyCustomOpDef.install_hooker(_invoke)
+        st.hook_installed = True

@@ -1,0 +1,228 @@
+"""Rewrite a model's onnx_bcast nodes into the guarded form our ORT kernels run.
+
+Per node: default attributes filled and checked, absent inputs added, list attributes moved into constant
+inputs, shape inputs cast to int64, 16-bit floats cast to float32 around the (pure data-movement) kernel,
+and a guard beside it (a ``Reshape`` of a one-element constant to the kernel's status) that turns a kernel
+failure into a clean ORT error without touching the data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, helper, numpy_helper
+
+from onnx_bcast import schemas
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.model_walk import NameGenerator, all_graphs, all_node_lists, opset_version
+from onnx_bcast.ops import SPEC_BY_NAME
+from onnx_bcast.ops.broadcast import canonical_mode
+from onnx_bcast.ops.broadcast_v0 import LIKE_V0, V0
+from onnx_bcast.ops.common import OpSpec
+from onnx_bcast.ort_ops import DOMAIN, GUARDED_DOMAIN
+
+MAX_IR_VERSION = 10  # onnxruntime 1.18+ reads it; newer onnx writes higher versions ORT may refuse
+DEFAULT_OPSET = 13
+_CAST_TO_FLOAT = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+_ATTR_PROTO_KIND = {"string": onnx.AttributeProto.STRING, "int": onnx.AttributeProto.INT,
+                    "ints": onnx.AttributeProto.INTS}
+
+
+def node_label(node: NodeProto, index: int) -> str:
+    """A node's name, or a stable stand-in for an unnamed node."""
+    return node.name or f"{node.op_type}#{index}"
+
+
+def read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any]:
+    """The node's attributes with defaults filled; wrong names, kinds and modes are BroadcastErrors."""
+    known = {a.name: a for a in spec.attrs}
+    attrs = spec.defaults()
+    for attr in node.attribute:
+        decl = known.get(attr.name)
+        if decl is None:
+            raise BroadcastError(node.op_type, "", f"unknown attribute {attr.name!r}", label)
+        if attr.type != _ATTR_PROTO_KIND[decl.kind]:
+            kind = onnx.AttributeProto.AttributeType.Name(attr.type)
+            raise BroadcastError(node.op_type, "", f"attribute {attr.name!r} must be {decl.kind}, got {kind}", label)
+        attrs[attr.name] = schemas.attribute_value(attr)
+    missing = [name for name, value in attrs.items() if value is None]
+    if missing:
+        raise BroadcastError(node.op_type, "", f"missing required attribute(s) {missing}", label)
+    if "mode" in attrs:
+        try:
+            attrs["mode"] = canonical_mode(attrs["mode"], node.op_type)
+        except BroadcastError as err:
+            raise err.with_node(label) from None
+    return attrs
+
+
+def _check_inputs(node: NodeProto, spec: OpSpec, label: str) -> list[str]:
+    inputs = list(node.input)
+    while inputs and inputs[-1] == "":
+        inputs.pop()
+    required = sum(1 for i in spec.inputs if not i.optional)
+    if not required <= len(inputs) <= len(spec.inputs) or any(name == "" for name in inputs[:required]):
+        names = ", ".join(i.name + ("?" if i.optional else "") for i in spec.inputs)
+        raise BroadcastError(node.op_type, "", f"takes inputs ({names}), got {len(node.input)}: {list(node.input)}",
+                             label)
+    if len(node.output) != 1 or node.output[0] == "":
+        raise BroadcastError(node.op_type, "", f"has exactly one output, got {list(node.output)}", label)
+    return inputs + [""] * (len(spec.inputs) - len(inputs))
+
+
+class _Rewriter:
+    """Rewrites one node container (graph or function) in place."""
+
+    def __init__(self, names: NameGenerator, types: dict[str, int]) -> None:
+        self.names = names
+        self.types = types
+        self.used_guarded = False
+
+    def const(self, out: list[NodeProto], hint: str, values: Any) -> str:
+        name = self.names(hint)
+        tensor = numpy_helper.from_array(np.asarray(values, dtype=np.int64).reshape(-1), name)
+        out.append(helper.make_node("Constant", [], [name], name=self.names(f"{hint}_const"), value=tensor))
+        return name
+
+    def as_int64(self, out: list[NodeProto], name: str, label: str) -> str:
+        if self.types.get(name) == TensorProto.INT64:
+            return name
+        cast = self.names(f"{label}_{name}_int64")
+        out.append(helper.make_node("Cast", [name], [cast], name=self.names(f"{cast}_cast"), to=TensorProto.INT64))
+        return cast
+
+    def rewrite(self, node: NodeProto, index: int) -> list[NodeProto]:
+        spec = SPEC_BY_NAME.get(node.op_type)
+        label = node_label(node, index)
+        if spec is None:
+            raise BroadcastError(node.op_type, "", f"is not an op of domain {DOMAIN!r} "
+                                                   f"(known: {', '.join(sorted(SPEC_BY_NAME))})", label)
+        attrs = read_attributes(node, spec, label)
+        inputs = _check_inputs(node, spec, label)
+        out: list[NodeProto] = []
+        data = inputs[0]
+        second, third = self._shape_inputs(out, node.op_type, inputs, attrs, label)
+        data_type = self.types.get(data)
+        if data_type in _CAST_TO_FLOAT:
+            data = self._cast(out, data, TensorProto.FLOAT, label)
+        result = node.output[0]
+        raw = self.names(f"{label}_f32") if data_type in _CAST_TO_FLOAT else result
+        status = self.names(f"{label}_status")
+        guard_attrs = {"op": node.op_type, "node": label}
+        if node.op_type in ("Broadcast", "Expand"):
+            guard_attrs.update(mode=attrs["mode"], axis=int(attrs["axis"]))
+        op_type = "Broadcast" if node.op_type == "Expand" else node.op_type
+        out.append(helper.make_node(op_type, [data, second, third], [raw, status], name=self.names(label),
+                                    domain=GUARDED_DOMAIN, **guard_attrs))
+        one = self.const(out, f"{label}_guard_one", [0])
+        out.append(helper.make_node("Reshape", [one, status], [self.names(f"{label}_guard_out")],
+                                    name=self.names(f"{label}_guard")))
+        if raw != result:
+            out.append(helper.make_node("Cast", [raw], [result], name=self.names(f"{label}_cast_back"), to=data_type))
+        self.used_guarded = True
+        return out
+
+    def _cast(self, out: list[NodeProto], name: str, to: int, label: str) -> str:
+        cast = self.names(f"{label}_{name}_f32")
+        out.append(helper.make_node("Cast", [name], [cast], name=self.names(f"{cast}_cast"), to=to))
+        return cast
+
+    def _shape_inputs(self, out: list[NodeProto], op: str, inputs: list[str], attrs: dict[str, Any],
+                      label: str) -> tuple[str, str]:
+        if op in ("Broadcast", "Expand"):
+            target = self.as_int64(out, inputs[1], label)
+            axes = self.as_int64(out, inputs[2], label) if inputs[2] else self.const(out, f"{label}_no_axes", [])
+            return target, axes
+        if op == V0:
+            shape = self.as_int64(out, inputs[1], label) if inputs[1] else self.const(out, f"{label}_shape_in",
+                                                                                         attrs["shape"])
+            axes = self.as_int64(out, inputs[2], label) if inputs[2] else self.const(out, f"{label}_axes_in",
+                                                                                        attrs["broadcast_axes"])
+            return shape, axes
+        if op == LIKE_V0:
+            like_shape = self.names(f"{label}_like_shape")
+            out.append(helper.make_node("Shape", [inputs[1]], [like_shape], name=self.names(f"{like_shape}_op")))
+            axes = self.as_int64(out, inputs[2], label) if inputs[2] else self.const(
+                out, f"{label}_axes_in", attrs["initial_broadcast_axes"])
+            return like_shape, axes
+        raise AssertionError(op)  # every op of SPEC_BY_NAME is handled above
+
+    def rewrite_container(self, container: Any) -> None:
+        new_nodes: list[NodeProto] = []
+        for index, node in enumerate(container.node):
+            if node.domain == DOMAIN:
+                new_nodes.extend(self.rewrite(node, index))
+            else:
+                new_nodes.append(node)
+        del container.node[:]
+        container.node.extend(new_nodes)
+
+
+def _value_types(model: ModelProto) -> dict[str, int]:
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:  # inference is only a source of types; a model it cannot handle still runs
+        inferred = model
+    types: dict[str, int] = {}
+    for container, _ in all_node_lists(inferred):
+        if not isinstance(container, GraphProto):
+            continue
+        for value in list(container.input) + list(container.output) + list(container.value_info):
+            if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type:
+                types[value.name] = value.type.tensor_type.elem_type
+        for init in container.initializer:
+            types[init.name] = init.data_type
+        for node in container.node:
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                for attr in node.attribute:
+                    if attr.name == "value":
+                        types[node.output[0]] = attr.t.data_type
+    return types
+
+
+def _ensure_opset(opsets: Any, domain: str, version: int) -> None:
+    if opset_version(list(opsets), domain) is None:
+        opsets.append(helper.make_opsetid(domain, version))
+
+
+def _check_our_opset(opsets: list[onnx.OperatorSetIdProto], where: str) -> None:
+    version = opset_version(opsets, DOMAIN)
+    if version is not None and version != schemas.VERSION:
+        raise BroadcastError(DOMAIN, "", f"{where} imports opset version {version} of domain {DOMAIN!r}; "
+                                         f"this onnx-bcast knows version {schemas.VERSION} only")
+
+
+def _in_main_graph(model: ModelProto, container: Any) -> bool:
+    return isinstance(container, GraphProto) and any(container is g for g in all_graphs(model))
+
+
+def uses_our_ops(model: ModelProto) -> bool:
+    """Whether any node of the model (subgraphs and functions included) is in the onnx_bcast domain."""
+    return any(node.domain == DOMAIN for container, _ in all_node_lists(model) for node in container.node)
+
+
+def prepare(model: ModelProto) -> ModelProto:
+    """A copy of ``model`` whose onnx_bcast nodes run in ONNX Runtime with ``session_options()``."""
+    schemas.register()
+    _check_our_opset(list(model.opset_import), "the model")
+    for function in model.functions:
+        _check_our_opset(list(function.opset_import), f"function {function.name!r}")
+    prepared = ModelProto()
+    prepared.CopyFrom(model)
+    graph_types = _value_types(prepared)
+    rewriter = _Rewriter(NameGenerator(prepared), graph_types)
+    for container, _ in list(all_node_lists(prepared)):
+        # a function's values are typed per call site: nothing is known about them here
+        rewriter.types = graph_types if _in_main_graph(prepared, container) else {}
+        rewriter.rewrite_container(container)
+    if rewriter.used_guarded:
+        _ensure_opset(prepared.opset_import, GUARDED_DOMAIN, schemas.VERSION)
+        _ensure_opset(prepared.opset_import, "", DEFAULT_OPSET)
+        for function in prepared.functions:
+            _ensure_opset(function.opset_import, GUARDED_DOMAIN, schemas.VERSION)
+            _ensure_opset(function.opset_import, "", opset_version(list(prepared.opset_import), "") or DEFAULT_OPSET)
+    if prepared.ir_version > MAX_IR_VERSION or prepared.ir_version == 0:
+        prepared.ir_version = MAX_IR_VERSION
+    return prepared

@@ -1,0 +1,106 @@
+"""Our op schemas in ``onnx.defs`` (with shape inference), so the checker and shape inference know our ops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, TypeProto, helper, numpy_helper
+from onnx.defs import OpSchema
+
+from onnx_bcast.ops import OP_SPECS
+from onnx_bcast.ops.common import OpSpec, Shape
+
+DOMAIN = "onnx_bcast"
+GUARDED_DOMAIN = "onnx_bcast.ort"
+VERSION = 1
+
+_ATTR_TYPES = {"string": OpSchema.AttrType.STRING, "int": OpSchema.AttrType.INT, "ints": OpSchema.AttrType.INTS}
+
+
+def _attribute(name: str, kind: str, default: Any, doc: str) -> OpSchema.Attribute:
+    if default is None:
+        return OpSchema.Attribute(name, _ATTR_TYPES[kind], doc, required=True)
+    value = list(default) if kind == "ints" else default
+    return OpSchema.Attribute(name, helper.make_attribute(name, value, attr_type=_proto_kind(kind)), doc)
+
+
+def _proto_kind(kind: str) -> int:
+    return {"string": AttributeProto.STRING, "int": AttributeProto.INT, "ints": AttributeProto.INTS}[kind]
+
+
+def attribute_value(attr: AttributeProto | None) -> Any:
+    """A Python value of an attribute (strings decoded, ints as a tuple)."""
+    if attr is None:
+        return None
+    value = helper.get_attribute_value(attr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+def _shape_of(type_proto: TypeProto) -> Shape | None:
+    if not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
+        return None
+    dims = type_proto.tensor_type.shape.dim
+    if not all(d.HasField("dim_value") for d in dims):
+        return None
+    return tuple(d.dim_value for d in dims)
+
+
+def _infer(spec: OpSpec, guarded: bool):
+    def infer(ctx: Any) -> None:
+        attrs = spec.defaults()
+        for name in attrs:
+            value = attribute_value(ctx.get_attribute(name))
+            if value is not None:
+                attrs[name] = value
+        n = ctx.get_num_inputs()
+        shapes: list[Shape | None] = []
+        values: list[np.ndarray | None] = []
+        for i in range(n):
+            present = ctx.has_input(i)
+            shapes.append(_shape_of(ctx.get_input_type(i)) if present else None)
+            data = ctx.get_input_data(i) if present else None
+            values.append(numpy_helper.to_array(data) if data is not None else None)
+        elem = ctx.get_input_type(0).tensor_type.elem_type if n and ctx.has_input(0) else 0
+        out_shape = None if guarded else spec.static_shape(shapes, values, attrs)
+        ctx.set_output_type(0, helper.make_tensor_type_proto(elem, out_shape))
+        if guarded and ctx.get_num_outputs() > 1:
+            ctx.set_output_type(1, helper.make_tensor_type_proto(onnx.TensorProto.INT64, [None]))
+    return infer
+
+
+def _schema(spec: OpSpec, domain: str, guarded: bool) -> OpSchema:
+    option = OpSchema.FormalParameterOption
+    inputs = [
+        OpSchema.FormalParameter(i.name, i.type_param if not guarded or i.type_param == "T" else "tensor(int64)",
+                                 i.doc, param_option=option.Single if guarded or not i.optional else option.Optional)
+        for i in spec.inputs
+    ]
+    outputs = [OpSchema.FormalParameter("output", spec.output_type_param, "the broadcast tensor")]
+    constraints = [(name, list(types), "") for name, types in spec.type_constraints]
+    attributes = [_attribute(a.name, a.kind, a.default, a.doc) for a in spec.attrs]
+    if guarded:
+        outputs.append(OpSchema.FormalParameter("output_shape", "tensor(int64)", "[1], or [2, error id] on failure"))
+        constraints = [c for c in constraints if c[0] == "T"]
+        attributes = [OpSchema.Attribute(a.name, _ATTR_TYPES[a.kind], a.doc, required=False) for a in spec.attrs]
+        attributes += [OpSchema.Attribute("op", OpSchema.AttrType.STRING, "the original op", required=False),
+                       OpSchema.Attribute("node", OpSchema.AttrType.STRING, "the original node", required=False)]
+    schema = OpSchema(spec.name, domain, VERSION, spec.doc, inputs=inputs, outputs=outputs,
+                      type_constraints=constraints, attributes=attributes)
+    schema.set_type_and_shape_inference_function(_infer(spec, guarded))
+    return schema
+
+
+def register() -> None:
+    """Register our schemas with ``onnx.defs`` (idempotent, reload-safe)."""
+    for spec in OP_SPECS:
+        if not onnx.defs.has(spec.name, DOMAIN):
+            onnx.defs.register_schema(_schema(spec, DOMAIN, guarded=False))
+        if spec.name != "Expand" and not onnx.defs.has(spec.name, GUARDED_DOMAIN):
+            onnx.defs.register_schema(_schema(spec, GUARDED_DOMAIN, guarded=True))
+
