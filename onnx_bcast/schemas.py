@@ -9,6 +9,7 @@ import onnx
 from onnx import AttributeProto, TypeProto, helper, numpy_helper
 from onnx.defs import OpSchema
 
+from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops import OP_SPECS
 from onnx_bcast.ops.common import OpSpec, Shape
 
@@ -67,11 +68,21 @@ def _infer(spec: OpSpec, guarded: bool):
             data = ctx.get_input_data(i) if present else None
             values.append(numpy_helper.to_array(data) if data is not None else None)
         elem = ctx.get_input_type(0).tensor_type.elem_type if n and ctx.has_input(0) else 0
-        out_shape = None if guarded else spec.static_shape(shapes, values, attrs)
+        try:
+            out_shape = None if guarded else spec.static_shape(shapes, values, attrs)
+        except BroadcastError as err:
+            raise err.with_node(_display_name(ctx)) from None
         ctx.set_output_type(0, helper.make_tensor_type_proto(elem, out_shape))
         if guarded and ctx.get_num_outputs() > 1:
             ctx.set_output_type(1, helper.make_tensor_type_proto(onnx.TensorProto.INT64, [None]))
     return infer
+
+
+def _display_name(ctx: Any) -> str | None:
+    try:
+        return ctx.get_display_name() or None
+    except AttributeError:  # older onnx
+        return None
 
 
 def _schema(spec: OpSpec, domain: str, guarded: bool) -> OpSchema:

@@ -92,9 +92,12 @@ def _dims(allow_zero: bool) -> st.SearchStrategy[int]:
 
 
 @st.composite
-def _related_dim(draw: st.DrawFn, other: int, allow_zero: bool, *, one_on_other_side: bool = False) -> int:
-    """A data dim for the target dim ``other``: mostly compatible (equal or 1), sometimes anything."""
-    choice = draw(st.sampled_from(("equal", "equal", "one", "any") + (("other_is_one",) if one_on_other_side else ())))
+def _related_dim(draw: st.DrawFn, other: int, allow_zero: bool, *, more_mismatches: bool = False) -> int:
+    """A data dim for the target dim ``other``: mostly compatible (equal or 1), sometimes anything.
+
+    ``more_mismatches`` for the two-way modes, whose callers turn half the mismatches into a size-1 target dim.
+    """
+    choice = draw(st.sampled_from(("equal", "equal", "one", "any") + (("any",) if more_mismatches else ())))
     if choice == "equal":
         return other
     if choice == "one":
@@ -125,7 +128,7 @@ def bidirectional_cases(draw: st.DrawFn, allow_zero: bool, min_target_rank: int 
         if i < 0:
             data.append(draw(_dims(allow_zero)))
             continue
-        dim = draw(_related_dim(target[i], allow_zero, one_on_other_side=True))
+        dim = draw(_related_dim(target[i], allow_zero, more_mismatches=True))
         if dim != target[i] and draw(st.booleans()):
             target[i] = 1  # a size-1 target dim takes the data dim: output larger than target
         data.append(dim)
@@ -183,7 +186,7 @@ def pdpd_cases(draw: st.DrawFn, allow_zero: bool, min_target_rank: int = 0) -> t
         if not 0 <= i < rank:
             data.append(draw(_dims(allow_zero)))
             continue
-        dim = draw(_related_dim(target[i], allow_zero, one_on_other_side=True))
+        dim = draw(_related_dim(target[i], allow_zero, more_mismatches=True))
         if dim != target[i] and draw(st.booleans()):
             target[i] = 1  # a size-1 target dim takes the data dim
         data.append(dim)
@@ -241,6 +244,47 @@ def check_values(case: Case, opset: int, dtype: type[np.generic]) -> None:
         got = onnx_bcast.broadcast(data, case.target_array(), case.axes_array(), **case.bcast_kwargs())
         assert got.dtype == expected.dtype
         np.testing.assert_array_equal(got, expected, strict=True)
+
+
+# --- the oracle itself (literal expectations from the reference notes, so an OpenVINO change fails loudly) ------
+
+
+@pytest.mark.parametrize(
+    ("data_shape", "target", "axes", "mode", "axis", "expected"),
+    [
+        ((3, 1), (2, 3, 6), None, "numpy", -1, (2, 3, 6)),
+        ((3,), (2, 4), None, "numpy", -1, None),
+        ((3, 1), (2, 3, 3), (1, 2), "explicit", -1, (2, 3, 3)),
+        ((3, 1), (2, 3, 3), (2, 1), "explicit", -1, None),
+        ((), (1, 2), (0,), "explicit", -1, (1, 2)),
+        ((3,), (2, 1), None, "bidirectional", -1, (2, 3)),
+        ((3,), (3, 3), None, "pdpd", -1, (3, 3)),  # fails if the axis attribute is lost (OpenVINO's default is 0)
+        ((3,), (3, 3), None, "pdpd", 1, (3, 3)),
+        ((3,), (3, 3), None, "pdpd", 0, None),
+        ((3,), (2, 1, 4), None, "pdpd", 1, None),
+        ((3, 1), (2, 1, 4), None, "pdpd", 1, (2, 3, 4)),
+        ((3,), (2, 3), None, "pdpd", -2, None),
+    ],
+)
+def test_oracle_shape_rule(
+    data_shape: tuple[int, ...],
+    target: tuple[int, ...],
+    axes: tuple[int, ...] | None,
+    mode: str,
+    axis: int,
+    expected: tuple[int, ...] | None,
+) -> None:
+    for opset in (1, 3) if mode != "bidirectional" else (3,):
+        assert ov_broadcast_shape(data_shape, target, axes, opset=opset, mode=mode, axis=axis) == expected
+
+
+def test_oracle_values() -> None:
+    data = np.array([[1.0], [2.0], [3.0]], dtype=np.float32)
+    expected = np.array([[[1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3]]] * 2, dtype=np.float32)
+    got = ov_broadcast(data, (2, 1, 4), mode="pdpd", axis=1)
+    np.testing.assert_array_equal(got, expected, strict=True)
+    got = ov_broadcast(data, (2, 3, 4), (1, 2), mode="explicit")
+    np.testing.assert_array_equal(got, expected, strict=True)
 
 
 # --- shape rule and validity (zero-size dims allowed: nothing is executed in OpenVINO) -------------------------
