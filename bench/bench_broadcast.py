@@ -112,12 +112,12 @@ def make_cases(quick: bool) -> list[Case]:
         return smoke if quick else default
 
     return [
-        Case("tiny [3] -> [2,3]", (3,), (2, 3), None, n(7, 3), n(2000, 500), tiny=True),
-        Case("explicit [16] -> [1,16,50,50] axes [1]", (16,), (1, 16, 50, 50), (1,), n(9, 3), n(1000, 100)),
-        Case("mid [1,512] -> [512,512] (1 MiB)", (1, 512), (512, 512), None, n(9, 3), n(300, 50)),
-        Case("mid column [512,1] -> [512,512] (1 MiB)", (512, 1), (512, 512), None, n(9, 3), n(300, 50)),
-        Case("64 MiB row [1,4096] -> [4096,4096]", (1, 4096), (4096, 4096), None, n(11, 3), n(10, 3), large=True),
-        Case("64 MiB column [4096,1] -> [4096,4096]", (4096, 1), (4096, 4096), None, n(11, 3), n(10, 3),
+        Case("tiny [3] -> [2,3]", (3,), (2, 3), None, n(21, 5), n(1000, 500), tiny=True),
+        Case("explicit [16] -> [1,16,50,50] axes [1]", (16,), (1, 16, 50, 50), (1,), n(21, 5), n(500, 200)),
+        Case("mid [1,512] -> [512,512]", (1, 512), (512, 512), None, n(21, 5), n(200, 50)),
+        Case("mid column [512,1] -> [512,512]", (512, 1), (512, 512), None, n(21, 5), n(200, 50)),
+        Case("64 MiB row [1,4096] -> [4096,4096]", (1, 4096), (4096, 4096), None, n(25, 5), n(5, 3), large=True),
+        Case("64 MiB column [4096,1] -> [4096,4096]", (4096, 1), (4096, 4096), None, n(25, 5), n(5, 3),
              large=True),
     ]
 
@@ -151,9 +151,20 @@ def measure(case: Case, runners: dict[str, Callable[[], Any]], warmup_calls: int
             gc.enable()
 
 
+def ratios(case: Case, column: str) -> list[float]:
+    """Per round: this column's per-call time over native's in the same round."""
+    return [a / b for a, b in zip(case.per_call_us[column], case.per_call_us["native"], strict=True)]
+
+
 def ratio(case: Case, column: str) -> float:
     """Median over rounds of this column's per-call time over native's in the same round."""
-    return statistics.median(a / b for a, b in zip(case.per_call_us[column], case.per_call_us["native"], strict=True))
+    return statistics.median(ratios(case, column))
+
+
+def fmt_ratio(case: Case, column: str) -> str:
+    """The median ratio with the range of the per-round ratios, which shows how noisy the run was."""
+    values = ratios(case, column)
+    return f"{ratio(case, column):.2f}x ({min(values):.2f}-{max(values):.2f})"
 
 
 def added_us(case: Case, column: str) -> float:
@@ -163,6 +174,14 @@ def added_us(case: Case, column: str) -> float:
 
 def median_us(case: Case, column: str) -> float:
     return statistics.median(case.per_call_us[column])
+
+
+def load_average() -> str:
+    """The 1-minute load average (the machine is shared), or 'n/a'."""
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return "n/a"
 
 
 def fmt_us(us: float) -> str:
@@ -179,14 +198,14 @@ def fmt_size(nbytes: int) -> str:
 
 
 def print_table(cases: list[Case]) -> None:
-    print("| case | output | rounds x calls | native ORT / call | ours / call | ours / native | "
-          "plain ORT + session_options / call | plain / native | ours added / call | plain added / call |")
+    print("| case | output | rounds x calls | native ORT / call | ours / call | ours / native (range) | "
+          "plain ORT + session_options / call | plain / native (range) | ours added / call | plain added / call |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for case in cases:
         cells = [case.name, fmt_size(case.out_bytes), f"{case.rounds} x {case.calls}",
                  fmt_us(median_us(case, "native")),
-                 fmt_us(median_us(case, "ours")), f"**{ratio(case, 'ours'):.2f}x**",
-                 fmt_us(median_us(case, "plain")), f"{ratio(case, 'plain'):.2f}x",
+                 fmt_us(median_us(case, "ours")), f"**{fmt_ratio(case, 'ours')}**",
+                 fmt_us(median_us(case, "plain")), fmt_ratio(case, "plain"),
                  f"{added_us(case, 'ours'):+.1f} µs", f"{added_us(case, 'plain'):+.1f} µs"]
         print("| " + " | ".join(cells) + " |")
 
@@ -261,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     cases = make_cases(args.quick)
     print(f"onnx-bcast {onnx_bcast.__version__}, onnxruntime {ort.__version__}, numpy {np.__version__}, "
-          f"Python {platform.python_version()}, {os.cpu_count()} CPUs, mode {'quick' if args.quick else 'default'}")
+          f"Python {platform.python_version()}, {os.cpu_count()} CPUs, mode {'quick' if args.quick else 'default'}, "
+          f"load average {load_average()}")
     for case in cases:
         runners = build_runners(case, onnx_bcast, rng)
         warmup = max(2, min(200, case.calls // 5))
@@ -272,10 +292,11 @@ def main(argv: list[str] | None = None) -> int:
     print_table(cases)
     print()
     print("Per-call times are medians over rounds; ratios and added costs are medians of same-round comparisons "
-          "against native ORT.")
+          "against native ORT (range: lowest-highest per-round ratio). 'ours' is onnx_bcast.InferenceSession; "
+          "'plain' is onnxruntime.InferenceSession(prepare(model), sess_options=session_options()).")
     print()
     all_hold = print_goals(cases)
-    print(f"\n(total {time.perf_counter() - started:.1f} s)")
+    print(f"\n(total {time.perf_counter() - started:.1f} s, load average at the end {load_average()})")
     return 0 if all_hold else 1
 
 

@@ -1,0 +1,115 @@
+"""Builds the bundled example models: small graphs shaped like the ones users bring from OpenVINO/nGraph."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnx_bcast.models import MODELS_DIR
+
+IR_VERSION = 10
+OPSET = 17
+logger = logging.getLogger("onnx_bcast.models")
+
+
+def _model(graph: onnx.GraphProto, doc: str) -> onnx.ModelProto:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
+                                                    helper.make_opsetid("onnx_bcast", 1)],
+                              ir_version=IR_VERSION, producer_name="onnx-bcast models/build.py", doc_string=doc)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def _const(name: str, values: object, dtype: type = np.int64) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(values, dtype=dtype), name)
+
+
+def nchw_bias_explicit() -> onnx.ModelProto:
+    """An NCHW feature map plus a per-channel bias broadcast with explicit axes_mapping [1], then Add."""
+    rng = np.random.default_rng(1)
+    bias = _const("bias", rng.standard_normal(16), np.float32)
+    nodes = [
+        helper.make_node("Broadcast", ["bias", "target_shape", "axes_mapping"], ["bias_nchw"], domain="onnx_bcast",
+                         name="bias_broadcast", mode="explicit", axis=-1),
+        helper.make_node("Add", ["features", "bias_nchw"], ["biased"], name="bias_add"),
+    ]
+    graph = helper.make_graph(
+        nodes, "nchw_bias_explicit",
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, 16, 50, 50])],
+        [helper.make_tensor_value_info("biased", TensorProto.FLOAT, [1, 16, 50, 50])],
+        initializer=[bias, _const("target_shape", [1, 16, 50, 50]), _const("axes_mapping", [1])],
+    )
+    return _model(graph, "Per-channel bias [16] -> [1,16,50,50] by Broadcast explicit axes_mapping [1], then Add.")
+
+
+def batchnorm_v0() -> onnx.ModelProto:
+    """Batch normalisation written the nGraph way: BroadcastV0 of mean, scale and shift over axes {0,2,3}."""
+    rng = np.random.default_rng(3)
+    shape, axes = [2, 8, 10, 10], [0, 2, 3]
+    inits = [_const("mean", rng.standard_normal(8), np.float32), _const("inv_std", rng.uniform(0.5, 2, 8), np.float32),
+             _const("shift", rng.standard_normal(8), np.float32), _const("bn_shape", shape), _const("bn_axes", axes)]
+    nodes = []
+    for name in ("mean", "inv_std", "shift"):
+        nodes.append(helper.make_node("BroadcastV0", [name, "bn_shape", "bn_axes"], [f"{name}_b"],
+                                      domain="onnx_bcast", name=f"broadcast_{name}", shape=shape,
+                                      broadcast_axes=axes))
+    nodes += [
+        helper.make_node("Sub", ["x", "mean_b"], ["centered"], name="center"),
+        helper.make_node("Mul", ["centered", "inv_std_b"], ["scaled"], name="scale"),
+        helper.make_node("Add", ["scaled", "shift_b"], ["y"], name="shift_add"),
+    ]
+    graph = helper.make_graph(nodes, "batchnorm_v0", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializer=inits)
+    return _model(graph, "nGraph-style batch norm: BroadcastV0 over axes {0,2,3} (shape and axes also as inputs "
+                         "so that plain ONNX Runtime runs it).")
+
+
+def expand_modes() -> onnx.ModelProto:
+    """Expand in all of its modes on one input, the results concatenated."""
+    cases = [("bidirectional", [2, 1, 4], None, -1, [2, 3, 4]), ("numpy", [2, 3, 4], None, -1, [2, 3, 4]),
+             ("explicit", [4, 3, 2], [1, 2], -1, [4, 3, 2]), ("pdpd", [2, 3, 5], None, 1, [2, 3, 5])]
+    nodes, inits, outputs = [], [], []
+    for mode, target, axes, axis, out_shape in cases:
+        inputs = ["x", f"{mode}_target", f"{mode}_axes"]
+        inits += [_const(f"{mode}_target", target), _const(f"{mode}_axes", axes or [])]
+        nodes.append(helper.make_node("Expand", inputs, [f"{mode}_out"], domain="onnx_bcast", name=f"expand_{mode}",
+                                      mode=mode, axis=axis))
+        outputs.append(helper.make_tensor_value_info(f"{mode}_out", TensorProto.FLOAT, out_shape))
+    graph = helper.make_graph(nodes, "expand_modes", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 1])],
+                              outputs, initializer=inits)
+    return _model(graph, "Expand in bidirectional, numpy, explicit and pdpd modes on one [3,1] input.")
+
+
+BUILDERS: dict[str, Callable[[], onnx.ModelProto]] = {
+    "nchw_bias_explicit": nchw_bias_explicit,
+    "batchnorm_v0": batchnorm_v0,
+    "expand_modes": expand_modes,
+}
+
+
+def build(out_dir: Path = MODELS_DIR) -> list[Path]:
+    """Write every bundled model into ``out_dir``; returns the paths."""
+    paths = []
+    for name, builder in BUILDERS.items():
+        path = out_dir / f"{name}.onnx"
+        onnx.save(builder(), path)
+        logger.info("wrote %s", path)
+        paths.append(path)
+    return paths
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out-dir", type=Path, default=MODELS_DIR, help="where to write (default: %(default)s)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    build(args.out_dir)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""The ``onnx-bcast`` command: run, check and demo (convert comes with the converter)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.inputs import random_feeds
+
+logger = logging.getLogger("onnx_bcast.cli")
+
+EXIT_OK, EXIT_MODEL, EXIT_USAGE = 0, 1, 2
+
+
+class ModelProblem(Exception):
+    """A problem with the user's model or inputs: one line on stderr, exit status 1."""
+
+
+def _load(path: str) -> onnx.ModelProto:
+    file = Path(path)
+    if not file.is_file():
+        raise ModelProblem(f"{path}: no such file")
+    try:
+        return onnx.load(str(file))
+    except Exception as err:
+        raise ModelProblem(f"{path}: not a readable ONNX model ({type(err).__name__}: {err})") from err
+
+
+def _parse_inputs(pairs: Sequence[str]) -> dict[str, np.ndarray]:
+    feeds = {}
+    for pair in pairs:
+        name, sep, file = pair.partition("=")
+        if not sep or not name or not file:
+            raise ModelProblem(f"--input {pair!r}: expected NAME=FILE.npy")
+        try:
+            feeds[name] = np.load(file, allow_pickle=False)
+        except Exception as err:
+            raise ModelProblem(f"--input {name}: cannot read {file} ({type(err).__name__}: {err})") from err
+    return feeds
+
+
+def _feeds_for(session: Any, given: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
+    known = {i.name for i in session.get_inputs()}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ModelProblem(f"--input names {unknown} are not inputs of the model (inputs: {sorted(known)})")
+    try:
+        return random_feeds(session, seed, given)
+    except ValueError as err:
+        raise ModelProblem(str(err)) from err
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from onnx_bcast.session import InferenceSession
+
+    model = _load(args.model)
+    session = InferenceSession(model)
+    feeds = _feeds_for(session, _parse_inputs(args.input), args.seed)
+    start = time.perf_counter()
+    outputs = session.run(None, feeds)
+    elapsed = (time.perf_counter() - start) * 1e3
+    for meta, value in zip(session.get_outputs(), outputs, strict=True):
+        print(f"{meta.name}: {value.dtype} {list(value.shape)}  {_preview(value)}")
+    print(f"ran in {elapsed:.2f} ms")
+    return EXIT_OK
+
+
+def _preview(value: np.ndarray, count: int = 6) -> str:
+    flat = value.reshape(-1)[:count].tolist()
+    text = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in flat)
+    return f"[{text}{', ...' if value.size > count else ''}]"
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from onnx_bcast.inspect import check_model
+
+    report = check_model(_load(args.model))
+    for line in report.lines:
+        print(line)
+    if report.errors:
+        for error in report.errors:
+            print(f"error: {error}", file=sys.stderr)
+        return EXIT_MODEL
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from onnx_bcast.demo import run_demo
+
+    return EXIT_OK if run_demo(print) else EXIT_MODEL
+
+
+_EXAMPLES = {
+    "run": "example:\n  onnx-bcast run models/nchw_bias_explicit.onnx --input features=features.npy",
+    "check": "example:\n  onnx-bcast check models/batchnorm_v0.onnx",
+    "demo": "example:\n  onnx-bcast demo",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="onnx-bcast",
+        description="Run ONNX models with explicit (OpenVINO/nGraph/PaddlePaddle) broadcasts in ONNX Runtime.",
+        epilog="exit status: 0 success, 1 model or input problem, 2 bad usage",
+    )
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help_text, description=help_text, epilog=_EXAMPLES[name],
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    run = add("run", "run a model through onnx-bcast's ONNX Runtime ops (random inputs unless given)")
+    run.add_argument("model", help="the .onnx file")
+    run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input from a .npy file")
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: %(default)s)")
+    run.set_defaults(handler=cmd_run)
+    check = add("check", "list a model's onnx_bcast nodes and validate what is statically known")
+    check.add_argument("model", help="the .onnx file")
+    check.set_defaults(handler=cmd_check)
+    demo = add("demo", "run every bundled model and compare ONNX Runtime with the reference evaluator")
+    demo.set_defaults(handler=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s: %(message)s")
+    try:
+        return args.handler(args)
+    except (ModelProblem, BroadcastError, onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
+        if args.debug:
+            raise
+        print(f"onnx-bcast {args.command}: {str(err).splitlines()[0] if str(err) else type(err).__name__}",
+              file=sys.stderr)
+        return EXIT_MODEL
+    except Exception as err:  # ORT and others: still one line unless --debug
+        if args.debug:
+            raise
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        print(f"onnx-bcast {args.command}: {type(err).__name__}: {first}", file=sys.stderr)
+        return EXIT_MODEL
+
+
+if __name__ == "__main__":
+    sys.exit(main())
