@@ -13,14 +13,14 @@ OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)]
 
 
 def case_model(case: Case, dtype: int = TensorProto.FLOAT, constant_shapes: bool = False,
-               data_shape: list | None = None) -> onnx.ModelProto:
-    """Data shape defaults to dynamic dims of the case's rank; the output is declared with unknown dims."""
+               data_shape: list | None = None, any_rank: bool = False) -> onnx.ModelProto:
+    """Data shape defaults to dynamic dims of the case's rank (no shape at all with ``any_rank``)."""
     inputs = ["data", "target_shape"] + (["axes_mapping"] if case.axes is not None else [])
     node = helper.make_node(case.op, inputs, ["output"], domain="onnx_bcast", name=f"{case.op.lower()}_node",
                             mode=case.mode, axis=case.axis)
     if data_shape is None:
         data_shape = [None] * len(case.data_shape)
-    graph_inputs = [helper.make_tensor_value_info("data", dtype, data_shape)]
+    graph_inputs = [helper.make_tensor_value_info("data", dtype, None if any_rank else data_shape)]
     out_rank = len(case.expected_shape) if case.expected_shape is not None else len(case.target)
     initializers = []
     values = {"target_shape": np.array(case.target, np.int64)}
