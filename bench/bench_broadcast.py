@@ -25,11 +25,6 @@ GOAL_LARGE_RATIO = 4.0  # 64 MiB float32 output: ours / native at most this
 GOAL_TINY_ADDED_US = 40.0  # tiny case: ours - native per call, at most this many microseconds
 OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)]
 COLUMNS = ("native", "ours", "plain")
-COLUMN_TITLES = {
-    "native": "native ORT",
-    "ours": "onnx_bcast.InferenceSession",
-    "plain": "plain ORT + session_options",
-}
 
 
 def import_onnx_bcast() -> ModuleType:

@@ -22,8 +22,8 @@ from onnx_bcast.ops.broadcast import canonical_mode
 from onnx_bcast.ops.broadcast_v0 import LIKE_V0, V0
 from onnx_bcast.ops.common import OpSpec
 from onnx_bcast.ort_ops import DOMAIN, GUARDED_DOMAIN
+from onnx_bcast.runtime_limits import max_ir_version
 
-MAX_IR_VERSION = 10  # onnxruntime 1.18+ reads it; newer onnx writes higher versions ORT may refuse
 DEFAULT_OPSET = 13
 _CAST_TO_FLOAT = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
 _ATTR_PROTO_KIND = {"string": onnx.AttributeProto.STRING, "int": onnx.AttributeProto.INT,
@@ -203,12 +203,17 @@ def uses_our_ops(model: ModelProto) -> bool:
     return any(node.domain == DOMAIN for container, _ in all_node_lists(model) for node in container.node)
 
 
-def prepare(model: ModelProto) -> ModelProto:
-    """A copy of ``model`` whose onnx_bcast nodes run in ONNX Runtime with ``session_options()``."""
-    schemas.register()
+def check_our_opsets(model: ModelProto) -> None:
+    """The model and its functions import a version of our domain that we know, or none."""
     _check_our_opset(list(model.opset_import), "the model")
     for function in model.functions:
         _check_our_opset(list(function.opset_import), f"function {function.name!r}")
+
+
+def prepare(model: ModelProto) -> ModelProto:
+    """A copy of ``model`` whose onnx_bcast nodes run in ONNX Runtime with ``session_options()``."""
+    schemas.register()
+    check_our_opsets(model)
     prepared = ModelProto()
     prepared.CopyFrom(model)
     graph_types = _value_types(prepared)
@@ -223,6 +228,6 @@ def prepare(model: ModelProto) -> ModelProto:
         for function in prepared.functions:
             _ensure_opset(function.opset_import, GUARDED_DOMAIN, schemas.VERSION)
             _ensure_opset(function.opset_import, "", opset_version(list(prepared.opset_import), "") or DEFAULT_OPSET)
-    if prepared.ir_version > MAX_IR_VERSION or prepared.ir_version == 0:
-        prepared.ir_version = MAX_IR_VERSION
+    if prepared.ir_version > max_ir_version() or prepared.ir_version == 0:
+        prepared.ir_version = max_ir_version()
     return prepared

@@ -1,0 +1,58 @@
+"""Broadcast/Expand in explicit mode: data axes moved onto ``axes_mapping``, the other axes replicated."""
+
+from __future__ import annotations
+
+from onnx_bcast.converters.emit import Emitter
+from onnx_bcast.converters.facts import NodeFacts
+from onnx_bcast.converters.shape_inputs import int64_input
+
+from onnx_bcast.errors import BroadcastError
+
+
+class ExplicitAxes:
+    """``Broadcast<mode=explicit>(x, s, a) -> Expand(Unsqueeze(x, complement(a)), s)``.
+
+    When the target's length or ``axes_mapping`` is only known at run time, the aligned shape is built with
+    ``ScatterElements(ConstantOfShape(Shape(s), 1), a, Shape(x))`` and applied with ``Reshape``.
+    """
+
+    def __init__(self, op: str) -> None:
+        self.op = op
+        self.mode = "explicit"
+
+    def rewrite(self, emit: Emitter, facts: NodeFacts, out_shape: tuple[int, ...] | None) -> None:
+        data, rank = facts.inputs[0], facts.length(1)
+        axes = facts.ints(2)
+        data_rank = facts.rank(0)
+        if rank is not None and axes is not None and data_rank is not None:
+            mapped = set(axes) if data_rank > 0 else set()
+            new_axes = [i for i in range(rank) if i not in mapped]
+            data_shape = facts.static_shape(0)
+            no_replication = (data_shape is not None and out_shape is not None
+                              and _aligned(data_shape, axes, rank) == out_shape)
+            if no_replication:
+                emit.unsqueeze(data, new_axes, facts.output) if new_axes else emit.identity(data, facts.output)
+                return
+            aligned = emit.unsqueeze(data, new_axes) if new_axes else data
+            emit.expand(aligned, int64_input(emit, facts, 1, "target_shape"), facts.output)
+            return
+        if data_rank is None:
+            raise BroadcastError(self.op, "explicit", "cannot convert: the rank of data is unknown and the target "
+                                                      "length or axes_mapping is only known at run time", facts.name)
+        target = int64_input(emit, facts, 1, "target_shape")
+        ones = emit.ones_like_shape(emit.shape(target))
+        if data_rank == 0:
+            aligned_shape = ones
+        else:
+            aligned_shape = emit.scatter(ones, int64_input(emit, facts, 2, "axes_mapping"), emit.shape(data))
+        emit.expand(emit.reshape(data, aligned_shape), target, facts.output)
+
+
+def _aligned(data_shape: tuple[int, ...], axes: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    dims = [1] * rank
+    for k, a in enumerate(axes[: len(data_shape)]):
+        dims[a] = data_shape[k]
+    return tuple(dims)
+
+
+RULES = [ExplicitAxes(op) for op in ("Broadcast", "Expand")]

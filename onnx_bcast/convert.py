@@ -1,0 +1,223 @@
+"""``convert``: a standard-ONNX equivalent of a model, with every onnx_bcast node rewritten by its rule."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import GraphProto, ModelProto, NodeProto, helper, numpy_helper
+
+from onnx_bcast import schemas
+from onnx_bcast.converters import rule_for
+from onnx_bcast.converters.emit import Emitter
+from onnx_bcast.converters.facts import Dims, NodeFacts
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.model_walk import NameGenerator, all_node_lists, opset_version
+from onnx_bcast.ops import SPEC_BY_NAME
+from onnx_bcast.prepare import check_our_opsets, node_label, read_attributes
+from onnx_bcast.runtime_limits import max_ir_version, max_opset
+from onnx_bcast.session import load_model
+
+logger = logging.getLogger("onnx_bcast.convert")
+DOMAIN = schemas.DOMAIN
+
+
+@dataclass
+class ConversionReport:
+    """What a conversion rewrote: counts per (op, mode)."""
+
+    rewritten: Counter = field(default_factory=Counter)
+
+    def lines(self) -> list[str]:
+        """One line per op type and mode, e.g. ``Broadcast(mode=explicit): 2 rewritten``."""
+        return [f"{op}{f'(mode={mode})' if mode else ''}: {count} rewritten"
+                for (op, mode), count in sorted(self.rewritten.items())]
+
+
+class _Knowledge:
+    """Static facts gathered from shape inference: shapes, element types and constant values by name."""
+
+    def __init__(self, model: ModelProto) -> None:
+        self.shapes: dict[str, Dims | None] = {}
+        self.types: dict[str, int] = {}
+        self.values: dict[str, np.ndarray] = {}
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        except Exception as err:  # only a source of facts; the rules fall back to run-time forms
+            logger.debug("shape inference failed: %s", err)
+            inferred = model
+        for container, _ in all_node_lists(inferred):
+            if isinstance(container, GraphProto):
+                self._graph(container)
+            for node in container.node:
+                self._constant(node)
+
+    def _graph(self, graph: GraphProto) -> None:
+        inputs = {v.name for v in graph.input}
+        for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+            tensor = value.type.tensor_type
+            if value.type.HasField("tensor_type"):
+                if tensor.elem_type:
+                    self.types[value.name] = tensor.elem_type
+                if tensor.HasField("shape"):
+                    self.shapes[value.name] = tuple(d.dim_value if d.HasField("dim_value") else None
+                                                    for d in tensor.shape.dim)
+        for init in graph.initializer:
+            self.types[init.name] = init.data_type
+            self.shapes[init.name] = tuple(init.dims)
+            if init.name not in inputs and len(init.dims) <= 1 and not init.data_location:
+                self.values[init.name] = numpy_helper.to_array(init)
+
+    def _constant(self, node: NodeProto) -> None:
+        if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+            return
+        for attr in node.attribute:
+            if attr.name == "value" and not attr.ref_attr_name:
+                value = numpy_helper.to_array(attr.t)
+            elif attr.name == "value_ints":
+                value = np.asarray(list(attr.ints), dtype=np.int64)
+            else:
+                continue
+            self.values[node.output[0]] = value
+            self.types[node.output[0]] = attr.t.data_type if attr.name == "value" else onnx.TensorProto.INT64
+            self.shapes[node.output[0]] = tuple(value.shape)
+
+    def facts(self, node: NodeProto, label: str, attrs: dict[str, Any], in_function: bool) -> NodeFacts:
+        names = list(node.input)
+        known = (lambda n: n) if not in_function else (lambda n: None)  # function values are typed per call
+        return NodeFacts(
+            op=node.op_type, name=label, attrs=attrs, inputs=names, output=node.output[0],
+            shapes=[self.shapes.get(known(n)) if n else None for n in names],
+            values=[self.values.get(n) if n else None for n in names],
+            types=[self.types.get(known(n)) if n else None for n in names],
+        )
+
+
+def _static_output(facts: NodeFacts, spec_name: str) -> tuple[int, ...] | None:
+    """Validate what is statically known (raises the kernel's BroadcastError) and return the output shape."""
+    spec = SPEC_BY_NAME[spec_name]
+    shapes = [facts.static_shape(i) for i in range(len(facts.inputs))]
+    values = list(facts.values)
+    try:
+        return spec.static_shape(shapes, values, facts.attrs)
+    except BroadcastError as err:
+        raise err.with_node(facts.name) from None
+
+
+def _check_attr_refs(node: NodeProto, label: str) -> None:
+    for attr in node.attribute:
+        if attr.ref_attr_name:
+            raise BroadcastError(node.op_type, "", f"attribute {attr.name!r} refers to function attribute "
+                                                   f"{attr.ref_attr_name!r}; only literal attributes can be "
+                                                   "converted", label)
+
+
+def _rewrite_container(container: Any, opset: int, knowledge: _Knowledge, names: NameGenerator,
+                       report: ConversionReport, freed: set[str]) -> None:
+    in_function = not isinstance(container, GraphProto)
+    new_nodes: list[NodeProto] = []
+    for index, node in enumerate(container.node):
+        if node.domain != DOMAIN:
+            new_nodes.append(node)
+            continue
+        label = node_label(node, index)
+        spec = SPEC_BY_NAME.get(node.op_type)
+        if spec is None:
+            raise BroadcastError(node.op_type, "", f"is not an op of domain {DOMAIN!r}", label)
+        _check_attr_refs(node, label)
+        attrs = read_attributes(node, spec, label)
+        facts = knowledge.facts(node, label, attrs, in_function)
+        out_shape = _static_output(facts, spec.name)
+        rule = rule_for(node.op_type, facts.mode)
+        emitter = Emitter(names, opset, label, node.op_type, facts.mode, allow_initializers=not in_function)
+        rule.rewrite(emitter, facts, out_shape)
+        new_nodes.extend(emitter.nodes)
+        if emitter.initializers:
+            container.initializer.extend(emitter.initializers)
+        report.rewritten[(node.op_type, facts.mode)] += 1
+        freed.update(n for n in node.input if n)
+    del container.node[:]
+    container.node.extend(new_nodes)
+
+
+def _drop_unused_initializers(model: ModelProto, candidates: set[str]) -> None:
+    """Initializers that only our rewritten nodes read (now folded into the rewrite) go with them."""
+    if not candidates:
+        return
+    used = {name for container, _ in all_node_lists(model) for node in container.node for name in node.input}
+    for graph in (c for c, _ in all_node_lists(model) if isinstance(c, GraphProto)):
+        visible = {v.name for v in graph.input} | {v.name for v in graph.output}
+        keep = [t for t in graph.initializer if t.name not in candidates or t.name in used or t.name in visible]
+        if len(keep) != len(graph.initializer):
+            del graph.initializer[:]
+            graph.initializer.extend(keep)
+
+
+def _drop_our_import(opsets: Any, nodes_use_it: bool) -> None:
+    if nodes_use_it:
+        return
+    keep = [o for o in opsets if o.domain != DOMAIN]
+    del opsets[:]
+    opsets.extend(keep)
+
+
+def _target_opset(model: ModelProto, opset: int | None) -> int:
+    current = opset_version(list(model.opset_import), "")
+    if current is None:
+        return opset if opset is not None else max_opset()
+    if opset is not None and opset != current:
+        raise ValueError(f"the model already uses default-domain opset {current}; converting its standard nodes to "
+                         f"opset {opset} is not done here (onnx's version converter drops model-local functions)")
+    return current
+
+
+def convert_with_report(model: Any, *, opset: int | None = None) -> tuple[ModelProto, ConversionReport]:
+    """``convert`` that also says what it rewrote."""
+    schemas.register()
+    source = load_model(model)
+    check_our_opsets(source)
+    converted = ModelProto()
+    converted.CopyFrom(source)
+    target = _target_opset(converted, opset)
+    if opset_version(list(converted.opset_import), "") is None:
+        converted.opset_import.append(helper.make_opsetid("", target))
+    knowledge = _Knowledge(converted)
+    names = NameGenerator(converted)
+    report = ConversionReport()
+    freed: set[str] = set()
+    model_opset = opset_version(list(converted.opset_import), "")
+    for container, opsets in list(all_node_lists(converted)):
+        container_opset = opset_version(opsets, "") or model_opset
+        _rewrite_container(container, container_opset, knowledge, names, report, freed)
+    _drop_unused_initializers(converted, freed)
+    for function in converted.functions:
+        if opset_version(list(function.opset_import), "") is None and report.rewritten:
+            function.opset_import.append(helper.make_opsetid("", model_opset))
+    from onnx_bcast.prepare import uses_our_ops
+
+    still_used = uses_our_ops(converted)
+    _drop_our_import(converted.opset_import, still_used)
+    for function in converted.functions:
+        _drop_our_import(function.opset_import, any(n.domain == DOMAIN for n in function.node))
+    if converted.ir_version > max_ir_version() or converted.ir_version == 0:
+        converted.ir_version = max_ir_version()
+    return converted, report
+
+
+def convert(model: Any, *, opset: int | None = None, verify: bool = False,
+            feeds: dict[str, np.ndarray] | None = None) -> ModelProto:
+    """A standard-ONNX equivalent with no onnx_bcast node left (subgraphs and functions included).
+
+    ``verify=True`` runs both models (ours through ``InferenceSession``, the result through plain ORT) on
+    ``feeds`` or generated inputs and raises ``VerificationError`` unless every output is bit-identical.
+    """
+    converted, _ = convert_with_report(model, opset=opset)
+    if verify:
+        from onnx_bcast.verify import verify_equal
+
+        verify_equal(load_model(model), converted, feeds)
+    return converted
