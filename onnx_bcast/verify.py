@@ -43,5 +43,6 @@ def verify_equal(original: ModelProto, converted: ModelProto, feeds: dict[str, n
     names = [o.name for o in ours.get_outputs()]
     for name, want, have in zip(names, expected, got, strict=True):
         if not identical(want, have):
-            raise VerificationError(f"output {name!r} differs: original {np.asarray(want).dtype} "
-                                    f"{list(np.shape(want))}, converted {np.asarray(have).dtype} {list(np.shape(have))}")
+            want, have = np.asarray(want), np.asarray(have)
+            raise VerificationError(f"output {name!r} differs: original {want.dtype} {list(want.shape)}, "
+                                    f"converted {have.dtype} {list(have.shape)}")
