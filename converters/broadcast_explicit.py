@@ -39,6 +39,8 @@ class ExplicitAxes:
         if data_rank is None:
             raise BroadcastError(self.op, "explicit", "cannot convert: the rank of data is unknown and the target "
                                                       "length or axes_mapping is only known at run time", facts.name)
+        if any(d == 0 for d in facts.shapes[0] or ()):  # a 0 in Reshape's shape means "copy" before allowzero
+            emit.require(14, "zero-size data with a run-time explicit mapping (Reshape allowzero)")
         target = int64_input(emit, facts, 1, "target_shape")
         ones = emit.ones_like_shape(emit.shape(target))
         if data_rank == 0:

@@ -1,4 +1,4 @@
-"""The ``onnx-bcast`` command: run, check and demo (convert comes with the converter)."""
+"""The ``onnx-bcast`` command: convert, run, check and demo."""
 
 from __future__ import annotations
 
@@ -80,6 +80,27 @@ def _preview(value: np.ndarray, count: int = 6) -> str:
     return f"[{text}{', ...' if value.size > count else ''}]"
 
 
+def cmd_convert(args: argparse.Namespace) -> int:
+    from onnx_bcast.convert import convert_with_report
+    from onnx_bcast.model_io import save_atomically
+    from onnx_bcast.verify import verify_equal
+
+    source, target = Path(args.model), Path(args.output)
+    if target.exists() and source.exists() and target.resolve() == source.resolve():
+        raise ModelProblem(f"{args.output}: is the input model; choose another output path")
+    if not target.parent.is_dir():
+        raise ModelProblem(f"{args.output}: folder {str(target.parent)!r} does not exist")
+    model = _load(args.model)
+    converted, report = convert_with_report(model, opset=args.opset)
+    if args.verify:
+        verify_equal(model, converted, _parse_inputs(args.input) or None)
+    save_atomically(converted, target)
+    for line in report.lines() or ["no onnx_bcast node: nothing to rewrite"]:
+        print(line)
+    print(f"wrote {args.output}{' (verified: outputs identical)' if args.verify else ''}")
+    return EXIT_OK
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from onnx_bcast.inspect import check_model
 
@@ -100,6 +121,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 _EXAMPLES = {
+    "convert": "example:\n  onnx-bcast convert models/nchw_bias_explicit.onnx -o nchw_standard.onnx --verify",
     "run": "example:\n  onnx-bcast run models/nchw_bias_explicit.onnx --input features=features.npy",
     "check": "example:\n  onnx-bcast check models/batchnorm_v0.onnx",
     "demo": "example:\n  onnx-bcast demo",
@@ -119,6 +141,16 @@ def build_parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_text, description=help_text, epilog=_EXAMPLES[name],
                               formatter_class=argparse.RawDescriptionHelpFormatter)
 
+    convert = add("convert", "rewrite every onnx_bcast node into standard ONNX (the input is never modified)")
+    convert.add_argument("model", help="the .onnx file to convert")
+    convert.add_argument("-o", "--output", required=True, help="where to write the standard-ONNX model")
+    convert.add_argument("--opset", type=int, default=None,
+                         help="default-domain opset for a model that imports none (otherwise the model's own)")
+    convert.add_argument("--verify", action="store_true",
+                         help="run both models and require bit-identical outputs before writing anything")
+    convert.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                         help="with --verify: an input from a .npy file (random data otherwise)")
+    convert.set_defaults(handler=cmd_convert)
     run = add("run", "run a model through onnx-bcast's ONNX Runtime ops (random inputs unless given)")
     run.add_argument("model", help="the .onnx file")
     run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input from a .npy file")
@@ -139,7 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s: %(message)s")
     try:
         return args.handler(args)
-    except (ModelProblem, BroadcastError, onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
+    except (ModelProblem, BroadcastError, ValueError, onnx.checker.ValidationError,
+            onnx.shape_inference.InferenceError) as err:
         if args.debug:
             raise
         print(f"onnx-bcast {args.command}: {str(err).splitlines()[0] if str(err) else type(err).__name__}",

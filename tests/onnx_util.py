@@ -13,7 +13,7 @@ OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)]
 
 
 def case_model(case: Case, dtype: int = TensorProto.FLOAT, constant_shapes: bool = False,
-               data_shape: list | None = None, any_rank: bool = False) -> onnx.ModelProto:
+               data_shape: list | None = None, any_rank: bool = False, opset: int = 17) -> onnx.ModelProto:
     """Data shape defaults to dynamic dims of the case's rank (no shape at all with ``any_rank``)."""
     inputs = ["data", "target_shape"] + (["axes_mapping"] if case.axes is not None else [])
     node = helper.make_node(case.op, inputs, ["output"], domain="onnx_bcast", name=f"{case.op.lower()}_node",
@@ -33,7 +33,8 @@ def case_model(case: Case, dtype: int = TensorProto.FLOAT, constant_shapes: bool
             graph_inputs.append(helper.make_tensor_value_info(name, TensorProto.INT64, [None]))
     output = helper.make_tensor_value_info("output", dtype, [None] * out_rank)
     graph = helper.make_graph([node], "case", graph_inputs, [output], initializer=initializers)
-    return helper.make_model(graph, opset_imports=OPSETS, ir_version=IR_VERSION)
+    opsets = [helper.make_opsetid("", opset), helper.make_opsetid("onnx_bcast", 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION)
 
 
 def case_feeds(case: Case, data: np.ndarray, constant_shapes: bool = False) -> dict[str, np.ndarray]:
