@@ -159,7 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = add("check", "list a model's onnx_bcast nodes and validate what is statically known")
     check.add_argument("model", help="the .onnx file")
     check.set_defaults(handler=cmd_check)
-    demo = add("demo", "run every bundled model and compare ONNX Runtime with the reference evaluator")
+    demo = add("demo", "run every bundled model with our ORT ops, convert it, and check the converted model gives "
+                       "identical outputs in plain ORT and the reference evaluator")
     demo.set_defaults(handler=cmd_demo)
     return parser
 

@@ -69,10 +69,26 @@ def _marshal(value: Any, declared: int, ours: bool) -> Any:
     return arr.reshape(-1).tolist()
 
 
+_ATTR_CACHE_LIMIT = 4096
+_cast_cache: dict[tuple, dict] = {}
+
+
+def _attributes(opdef: Any, op_id: int, attributes: dict) -> dict:
+    """``opdef.cast_attributes`` memoised: a node's attribute strings are the same on every call."""
+    key = (op_id, *sorted(attributes.items()))
+    cast = _cast_cache.get(key)
+    if cast is None:
+        cast = opdef.cast_attributes(attributes)
+        if len(_cast_cache) >= _ATTR_CACHE_LIMIT:
+            _cast_cache.clear()
+        _cast_cache[key] = cast
+    return cast  # the call unpacks it into a fresh kwargs dict: the cached one is never mutated
+
+
 def _invoke(op_id: int, feed: list, attributes: dict) -> tuple:
     """Replacement for ``_ocos._on_pyop_invocation`` with the same contract for every Python op."""
     opdef = ocos.Opdef._odlist[op_id]
-    result = opdef.body(*feed, **opdef.cast_attributes(attributes))
+    result = opdef.body(*feed, **_attributes(opdef, op_id, attributes))
     outputs = result if isinstance(result, tuple) else (result,)
     declared = list(opdef._nativedef.output_types)
     ours = op_id in state().our_op_ids
