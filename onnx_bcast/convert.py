@@ -190,7 +190,8 @@ def convert_with_report(model: Any, *, opset: int | None = None) -> tuple[ModelP
     report = ConversionReport()
     freed: set[str] = set()
     model_opset = opset_version(list(converted.opset_import), "")
-    for container, opsets in list(all_node_lists(converted)):
+    # children first: rewriting a graph copies its nodes, and with them the subgraphs they hold
+    for container, opsets in reversed(list(all_node_lists(converted))):
         container_opset = opset_version(opsets, "") or model_opset
         _rewrite_container(container, container_opset, knowledge, names, report, freed)
     _drop_unused_initializers(converted, freed)

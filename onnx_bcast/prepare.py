@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnx.inliner
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_bcast import schemas
@@ -26,6 +27,8 @@ from onnx_bcast.runtime_limits import max_ir_version
 
 DEFAULT_OPSET = 13
 _CAST_TO_FLOAT = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+_INTEGER_TYPES = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64,
+                  TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64)
 _ATTR_PROTO_KIND = {"string": onnx.AttributeProto.STRING, "int": onnx.AttributeProto.INT,
                     "ints": onnx.AttributeProto.INTS}
 
@@ -86,9 +89,13 @@ class _Rewriter:
         out.append(helper.make_node("Constant", [], [name], name=self.names(f"{hint}_const"), value=tensor))
         return name
 
-    def as_int64(self, out: list[NodeProto], name: str, label: str) -> str:
-        if self.types.get(name) == TensorProto.INT64:
+    def as_int64(self, out: list[NodeProto], name: str, label: str, op: str = "", what: str = "") -> str:
+        elem = self.types.get(name)
+        if elem == TensorProto.INT64:
             return name
+        if elem is not None and elem not in _INTEGER_TYPES:
+            type_name = TensorProto.DataType.Name(elem)
+            raise BroadcastError(op, "", f"{what or name} must be an integer tensor, got {type_name}", label)
         cast = self.names(f"{label}_{name}_int64")
         out.append(helper.make_node("Cast", [name], [cast], name=self.names(f"{cast}_cast"), to=TensorProto.INT64))
         return cast
@@ -132,20 +139,21 @@ class _Rewriter:
     def _shape_inputs(self, out: list[NodeProto], op: str, inputs: list[str], attrs: dict[str, Any],
                       label: str) -> tuple[str, str]:
         if op in ("Broadcast", "Expand"):
-            target = self.as_int64(out, inputs[1], label)
-            axes = self.as_int64(out, inputs[2], label) if inputs[2] else self.const(out, f"{label}_no_axes", [])
+            target = self.as_int64(out, inputs[1], label, op, "target_shape")
+            axes = (self.as_int64(out, inputs[2], label, op, "axes_mapping") if inputs[2]
+                    else self.const(out, f"{label}_no_axes", []))
             return target, axes
         if op == V0:
-            shape = self.as_int64(out, inputs[1], label) if inputs[1] else self.const(out, f"{label}_shape_in",
-                                                                                         attrs["shape"])
-            axes = self.as_int64(out, inputs[2], label) if inputs[2] else self.const(out, f"{label}_axes_in",
-                                                                                        attrs["broadcast_axes"])
+            shape = (self.as_int64(out, inputs[1], label, op, "shape input") if inputs[1]
+                     else self.const(out, f"{label}_shape_in", attrs["shape"]))
+            axes = (self.as_int64(out, inputs[2], label, op, "broadcast_axes input") if inputs[2]
+                    else self.const(out, f"{label}_axes_in", attrs["broadcast_axes"]))
             return shape, axes
         if op == LIKE_V0:
             like_shape = self.names(f"{label}_like_shape")
             out.append(helper.make_node("Shape", [inputs[1]], [like_shape], name=self.names(f"{like_shape}_op")))
-            axes = self.as_int64(out, inputs[2], label) if inputs[2] else self.const(
-                out, f"{label}_axes_in", attrs["initial_broadcast_axes"])
+            axes = (self.as_int64(out, inputs[2], label, op, "initial_broadcast_axes input") if inputs[2]
+                    else self.const(out, f"{label}_axes_in", attrs["initial_broadcast_axes"]))
             return like_shape, axes
         raise AssertionError(op)  # every op of SPEC_BY_NAME is handled above
 
@@ -163,6 +171,8 @@ class _Rewriter:
 def _value_types(model: ModelProto) -> dict[str, int]:
     try:
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except BroadcastError:  # a statically invalid broadcast of ours: no input can make it run
+        raise
     except Exception:  # inference is only a source of types; a model it cannot handle still runs
         inferred = model
     types: dict[str, int] = {}
@@ -216,9 +226,13 @@ def prepare(model: ModelProto) -> ModelProto:
     check_our_opsets(model)
     prepared = ModelProto()
     prepared.CopyFrom(model)
+    if any(n.domain == DOMAIN for f in prepared.functions for n in f.node):
+        # a function's values are typed per call site; inlined (as ORT does anyway) our nodes get their types
+        prepared = onnx.inliner.inline_local_functions(prepared)
     graph_types = _value_types(prepared)
     rewriter = _Rewriter(NameGenerator(prepared), graph_types)
-    for container, _ in list(all_node_lists(prepared)):
+    # children first: rewriting a graph copies its nodes, and with them the subgraphs they hold
+    for container, _ in reversed(list(all_node_lists(prepared))):
         # a function's values are typed per call site: nothing is known about them here
         rewriter.types = graph_types if _in_main_graph(prepared, container) else {}
         rewriter.rewrite_container(container)

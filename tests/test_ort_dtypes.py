@@ -257,7 +257,7 @@ def test_every_dtype(case: Case, dtype: str) -> None:
     check(case, dtype)
 
 
-@pytest.mark.parametrize("dtype", EDGE_DTYPES)
+@pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("case", EDGE_CASES, ids=lambda c: c.id)
 def test_scalars_and_zero_size(case: Case, dtype: str) -> None:
     check(case, dtype)

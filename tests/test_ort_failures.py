@@ -43,14 +43,18 @@ def error_record(exc):
             "value_error": isinstance(exc, ValueError), "message": str(exc)}
 
 
+def output_record(out):
+    out = np.asarray(out)
+    return {"ok": True, "shape": list(out.shape), "dtype": str(out.dtype), "values": out.tolist()}
+
+
 def attempt(fn):
     """One call as a record: the output (shape, dtype, values) or the exception."""
     try:
         out = fn()
     except Exception as exc:
         return error_record(exc)
-    out = np.asarray(out)
-    return {"ok": True, "shape": list(out.shape), "dtype": str(out.dtype), "values": out.tolist()}
+    return output_record(out)
 
 
 def emit(obj):
@@ -221,8 +225,9 @@ def test_rank_two_target_shape_at_runtime_is_an_error_not_an_abort() -> None:
                 for shape in ([[2, 3]], [[2], [3]]):
                     key = f"{declared}/{name}/{shape}"
                     records[key] = attempt(lambda: sess.run(None, {"x": x, "t": np.array(shape, np.int64)})[0])
-                records[f"{declared}/{name}/after"] = attempt(
-                    lambda: sess.run(None, {"x": x, "t": np.array([2, 2, 3], np.int64)})[0])
+                if declared == "unknown":  # the same session then runs a valid (1-D) target
+                    records[f"{declared}/{name}/after"] = attempt(
+                        lambda: sess.run(None, {"x": x, "t": np.array([2, 2, 3], np.int64)})[0])
         emit(records)
     ''')
     expected_after = np.broadcast_to(np.arange(6, dtype=np.float32).reshape(2, 3), (2, 2, 3))
@@ -232,8 +237,8 @@ def test_rank_two_target_shape_at_runtime_is_an_error_not_an_abort() -> None:
             plain = result[f"{declared}/plain/{shape}"]
             # a plain session has no way to raise: ORT's own error, or the kernel's empty output (error logged)
             assert is_clean_error(plain) or (plain["ok"] and plain["shape"] == [0]), plain
-        for name in ("ours", "plain"):
-            assert_output(result[f"{declared}/{name}/after"], expected_after)
+    for name in ("ours", "plain"):
+        assert_output(result[f"unknown/{name}/after"], expected_after)
 
 
 @pytest.mark.parametrize("input_name", ["target_shape", "axes_mapping"])
@@ -246,7 +251,8 @@ def test_float_shape_input_is_rejected_not_aborted(input_name: str) -> None:
         if input_name == "target_shape":
             node = helper.make_node("Broadcast", ["x", "t"], ["y"], domain="onnx_bcast", name="float_under_test")
             inputs = [vi("x", F32, None), vi("t", F32, [None])]
-            feeds = [{{"x": x, "t": np.array([2.0, 3.0], np.float32)}}, {{"x": x, "t": np.array([2.7, 3.2], np.float32)}}]
+            feeds = [{{"x": x, "t": np.array([2.0, 3.0], np.float32)}},
+                     {{"x": x, "t": np.array([2.7, 3.2], np.float32)}}]
         else:
             node = helper.make_node("Broadcast", ["x", "t", "a"], ["y"], domain="onnx_bcast", name="float_under_test",
                                     mode="explicit")
@@ -300,13 +306,19 @@ def test_reload_keeps_sessions_and_errors_working() -> None:
         records["reload/plain/good"] = attempt(lambda: plain.run(None, good)[0])
         importlib.reload(onnx_bcast)
         records.update(check("reload2", {"new": onnx_bcast.InferenceSession(m)}))
-        for name in sorted(n for n in sys.modules if n.startswith("onnx_bcast.")) + ["onnx_bcast"]:
+        submodules = sorted(n for n, mod in sys.modules.items()
+                            if n.startswith("onnx_bcast.") and getattr(mod, "__spec__", None) is not None)
+        for name in submodules + ["onnx_bcast"]:
             importlib.reload(sys.modules[name])
+        records["deep_reloaded"] = submodules
         records.update(check("deep", {"before": before, "new": onnx_bcast.InferenceSession(m)}))
         emit(records)
     ''')
     expected = np.array([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]], np.float32)
     checked = 0
+    reloaded = result.pop("deep_reloaded")
+    must_reload = {"onnx_bcast.errors", "onnx_bcast.ort_ops", "onnx_bcast.session", "onnx_bcast.process_state"}
+    assert must_reload <= set(reloaded), reloaded
     for key, record in result.items():
         if key.endswith("/bad"):
             assert_broadcast_error(record, "reload_under_test", "numpy", "(2, 1)", "(3, 3)")
@@ -368,29 +380,23 @@ def test_foreign_python_ops_run_beside_ours() -> None:
         records = {}
         for name, sess in (("ours", ours), ("plain", plain)):
             try:
-                got = sess.run(None, feeds)
-                records[name] = [{"ok": True, "shape": list(g.shape), "dtype": str(g.dtype), "values": g.tolist()}
-                                 for g in got]
+                records[name] = [output_record(g) for g in sess.run(None, feeds)]
             except Exception as exc:
                 records[name] = [error_record(exc)]
         records["ours_bad"] = attempt(lambda: ours.run(["y_str"], bad)[0])
-        got = ours.run(None, feeds)
-        records["ours_after"] = [{"ok": True, "shape": list(g.shape), "dtype": str(g.dtype), "values": g.tolist()}
-                                 for g in got]
+        records["ours_after"] = [output_record(g) for g in ours.run(None, feeds)]
         # a foreign-only model in a session of onnxruntime-extensions' own options, after ours were registered
         foreign_only = model([helper.make_node("Upper", ["s"], ["u"], domain=F),
                               helper.make_node("Scale", ["f"], ["v"], domain=F)],
                              [vi("s", TensorProto.STRING, None), vi("f", F32, None)],
-                             [vi("u", TensorProto.STRING, None), vi("v", F32, None)], opsets=[helper.make_opsetid(F, 1)])
+                             [vi("u", TensorProto.STRING, None), vi("v", F32, None)],
+                             opsets=[helper.make_opsetid(F, 1)])
         ext = onnxruntime.SessionOptions()
         ext.register_custom_ops_library(onnxruntime_extensions.get_library_path())
         sess = onnxruntime.InferenceSession(foreign_only.SerializeToString(), sess_options=ext)
-        u, v = sess.run(None, {"s": feeds["s"], "f": feeds["f"]})
-        records["foreign_only"] = [{"ok": True, "shape": list(g.shape), "dtype": str(g.dtype), "values": g.tolist()}
-                                   for g in (u, v)]
+        records["foreign_only"] = [output_record(g) for g in sess.run(None, {"s": feeds["s"], "f": feeds["f"]})]
         emit(records)
     ''')
-    s = np.array([["ab"], ["cD"]], dtype=object)
     f = np.array([[1.5], [2.2]], np.float32)
     upper = np.array([["AB"], ["CD"]], dtype=object)
     scaled = (f.astype(np.float64) * 2.5).astype(np.float32)
@@ -400,10 +406,11 @@ def test_foreign_python_ops_run_beside_ours() -> None:
         assert len(result[name]) == len(expected), result[name]
         for record, want in zip(result[name], expected, strict=True):
             assert_output(record, want)
-    assert_broadcast_error(result["ours_bad"], "mixed_str", "(2, 1)", "(3, 3)")
+    # two of our nodes fail on this input: either may be the one reported
+    assert_broadcast_error(result["ours_bad"], "(2, 1)", "(3, 3)")
+    assert "'mixed_str'" in result["ours_bad"]["message"] or "'mixed_expand'" in result["ours_bad"]["message"]
     assert_output(result["foreign_only"][0], np.array([["AB"], ["CD"]], dtype=object))
     assert_output(result["foreign_only"][1], scaled)
-    assert s.shape == (2, 1)
 
 
 # ------------------------------------------------------------------------------------------------ (f)
@@ -441,9 +448,7 @@ def test_plain_session_on_spec_form_model_logs_and_survives() -> None:
             for target in ([2, 3], [2, 4]):
                 logged.clear()
                 try:
-                    got = s.run(None, {"x": x, "t": np.array(target, np.int64)})
-                    outs = [{"ok": True, "shape": list(g.shape), "dtype": str(g.dtype), "values": g.tolist()}
-                            for g in got]
+                    outs = [output_record(g) for g in s.run(None, {"x": x, "t": np.array(target, np.int64)})]
                 except Exception as exc:
                     outs = [error_record(exc)]
                 records.append({"target": target, "outputs": outs, "logged": list(logged)})
