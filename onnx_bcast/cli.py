@@ -25,14 +25,22 @@ class ModelProblem(Exception):
     """A problem with the user's model or inputs: one line on stderr, exit status 1."""
 
 
-def _load(path: str) -> onnx.ModelProto:
+def _load_with_flag(path: str) -> tuple[onnx.ModelProto, bool]:
+    from onnx_bcast.model_io import UnsafeModel, load_model_file
+
     file = Path(path)
     if not file.is_file():
         raise ModelProblem(f"{path}: no such file")
     try:
-        return onnx.load(str(file))
+        return load_model_file(file)
+    except UnsafeModel as err:
+        raise ModelProblem(str(err)) from err
     except Exception as err:
         raise ModelProblem(f"{path}: not a readable ONNX model ({type(err).__name__}: {err})") from err
+
+
+def _load(path: str) -> onnx.ModelProto:
+    return _load_with_flag(path)[0]
 
 
 def _parse_inputs(pairs: Sequence[str]) -> dict[str, np.ndarray]:
@@ -90,11 +98,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise ModelProblem(f"{args.output}: is the input model; choose another output path")
     if not target.parent.is_dir():
         raise ModelProblem(f"{args.output}: folder {str(target.parent)!r} does not exist")
-    model = _load(args.model)
+    model, external = _load_with_flag(args.model)
     converted, report = convert_with_report(model, opset=args.opset)
     if args.verify:
         verify_equal(model, converted, _parse_inputs(args.input) or None)
-    save_atomically(converted, target)
+    save_atomically(converted, target, external=external)
     for line in report.lines() or ["no onnx_bcast node: nothing to rewrite"]:
         print(line)
     print(f"wrote {args.output}{' (verified: outputs identical)' if args.verify else ''}")
