@@ -33,7 +33,8 @@ class ExplicitAxes:
             if no_replication:
                 emit.unsqueeze(data, new_axes, facts.output) if new_axes else emit.identity(data, facts.output)
                 return
-            aligned = emit.unsqueeze(data, new_axes) if new_axes else data
+            leading = new_axes == list(range(len(new_axes)))  # Expand right-aligns: leading axes need no Unsqueeze
+            aligned = emit.unsqueeze(data, new_axes) if new_axes and not leading else data
             emit.expand(aligned, int64_input(emit, facts, 1, "target_shape"), facts.output)
             return
         if data_rank is None:

@@ -17,7 +17,8 @@ def _unsqueeze_expand(emit: Emitter, data: str, axes: list[int], shape: str | No
     if not needs_expand:
         emit.unsqueeze(data, axes, output)
         return
-    aligned = emit.unsqueeze(data, axes) if axes else data
+    leading = axes == list(range(len(axes)))  # Expand right-aligns: leading new axes need no Unsqueeze
+    aligned = emit.unsqueeze(data, axes) if axes and not leading else data
     emit.expand(aligned, shape, output)
 
 

@@ -97,8 +97,13 @@ class _Knowledge:
         )
 
 
-def _static_output(facts: NodeFacts, spec_name: str) -> tuple[int, ...] | None:
-    """Validate what is statically known (raises the kernel's BroadcastError) and return the output shape."""
+def _static_output(facts: NodeFacts, spec_name: str, inferred: Dims | None) -> tuple[int, ...] | None:
+    """Validate what is statically known (raises the kernel's BroadcastError) and return the output shape.
+
+    A fully static shape from shape inference was computed and validated by our own schema already.
+    """
+    if inferred is not None and all(d is not None for d in inferred):
+        return tuple(int(d) for d in inferred)
     spec = SPEC_BY_NAME[spec_name]
     shapes = [facts.static_shape(i) for i in range(len(facts.inputs))]
     values = list(facts.values)
@@ -131,7 +136,8 @@ def _rewrite_container(container: Any, opset: int, knowledge: _Knowledge, names:
         _check_attr_refs(node, label)
         attrs = read_attributes(node, spec, label)
         facts = knowledge.facts(node, label, attrs, in_function)
-        out_shape = _static_output(facts, spec.name)
+        inferred = None if in_function else knowledge.shapes.get(node.output[0])
+        out_shape = _static_output(facts, spec.name, inferred)
         rule = rule_for(node.op_type, facts.mode)
         emitter = Emitter(names, opset, label, node.op_type, facts.mode, allow_initializers=not in_function)
         rule.rewrite(emitter, facts, out_shape)
