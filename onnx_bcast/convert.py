@@ -121,10 +121,90 @@ def _check_attr_refs(node: NodeProto, label: str) -> None:
                                                    "converted", label)
 
 
+# standard ops that broadcast all their inputs multidirectionally (numpy style)
+_BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Equal", "Less", "LessOrEqual", "Greater",
+                 "GreaterOrEqual", "And", "Or", "Xor", "Sum", "Mean", "BitShift", "BitwiseAnd", "BitwiseOr",
+                 "BitwiseXor"}
+
+
+def _subgraph_reads(container: Any) -> set[str]:
+    from onnx_bcast.model_walk import subgraphs
+
+    names: set[str] = set()
+    if isinstance(container, GraphProto):
+        for graph in subgraphs(container):
+            for node in graph.node:
+                names.update(node.input)
+    else:
+        for node in container.node:
+            for attr in node.attribute:
+                for graph in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                    names.update(n for g in [graph, *subgraphs(graph)] for node2 in g.node for n in node2.input)
+    return names
+
+
+def _elide_expands(container: Any, expands: list[tuple[NodeProto, tuple[int, ...]]], knowledge: _Knowledge) -> None:
+    """Drop an emitted ``Expand`` whose every consumer broadcasts anyway to a shape it does not change.
+
+    ``Add(features[1,16,50,50], Expand(Unsqueeze(bias), ...))`` becomes ``Add(features, Unsqueeze(bias))``: the
+    same values, without materialising (or letting ORT constant-fold) the full-size bias.
+    """
+    if not expands:
+        return
+    outputs = {v.name for v in container.output} if isinstance(container, GraphProto) else set(container.output)
+    protected = outputs | _subgraph_reads(container)
+    consumers: dict[str, list[NodeProto]] = {}
+    for node in container.node:
+        for name in set(node.input):
+            consumers.setdefault(name, []).append(node)
+    dropped = []
+    for expand, out_shape in expands:
+        out = expand.output[0]
+        users = consumers.get(out, [])
+        if out in protected or not users or not all(_keeps_shape(u, out, out_shape, knowledge) for u in users):
+            continue
+        for user in users:
+            for i, name in enumerate(user.input):
+                if name == out:
+                    user.input[i] = expand.input[0]
+        for producer in container.node:  # the original node name moves to what now stands in its place
+            if expand.input[0] in producer.output and producer.name.startswith(f"{expand.name}/"):
+                producer.name = expand.name
+        dropped.append(expand)
+    if dropped:
+        keep = [n for n in container.node if all(n is not d for d in dropped)]
+        del container.node[:]
+        container.node.extend(keep)
+        if isinstance(container, GraphProto):
+            gone = {d.output[0] for d in dropped}
+            infos = [v for v in container.value_info if v.name not in gone]
+            del container.value_info[:]
+            container.value_info.extend(infos)
+
+
+def _keeps_shape(user: NodeProto, out: str, out_shape: tuple[int, ...], knowledge: _Knowledge) -> bool:
+    if user.domain not in ("", "ai.onnx") or user.op_type not in _BROADCASTING:
+        return False
+    others = [name for name in user.input if name != out]
+    if not others:
+        return False
+    for name in others:
+        shape = knowledge.shapes.get(name)
+        if shape is None or any(d is None for d in shape):
+            return False
+        try:
+            if np.broadcast_shapes(tuple(shape), out_shape) != tuple(shape):
+                return False
+        except ValueError:
+            return False
+    return True
+
+
 def _rewrite_container(container: Any, opset: int, knowledge: _Knowledge, names: NameGenerator,
                        report: ConversionReport, freed: set[str]) -> None:
     in_function = not isinstance(container, GraphProto)
     new_nodes: list[NodeProto] = []
+    expands: list[tuple[NodeProto, tuple[int, ...]]] = []
     for index, node in enumerate(container.node):
         if node.domain != DOMAIN:
             new_nodes.append(node)
@@ -141,6 +221,9 @@ def _rewrite_container(container: Any, opset: int, knowledge: _Knowledge, names:
         rule = rule_for(node.op_type, facts.mode)
         emitter = Emitter(names, opset, label, node.op_type, facts.mode, allow_initializers=not in_function)
         rule.rewrite(emitter, facts, out_shape)
+        last = emitter.nodes[-1] if emitter.nodes else None
+        if last is not None and last.op_type == "Expand" and out_shape is not None and not in_function:
+            expands.append((last, out_shape))
         new_nodes.extend(emitter.nodes)
         if emitter.initializers:
             container.initializer.extend(emitter.initializers)
@@ -148,6 +231,9 @@ def _rewrite_container(container: Any, opset: int, knowledge: _Knowledge, names:
         freed.update(n for n in node.input if n)
     del container.node[:]
     container.node.extend(new_nodes)
+    # the nodes were copied into the container: find the Expands again by name
+    by_name = {n.name: n for n in container.node}
+    _elide_expands(container, [(by_name[e.name], shape) for e, shape in expands], knowledge)
 
 
 def _drop_unused_initializers(model: ModelProto, candidates: set[str]) -> None:
