@@ -6,8 +6,6 @@ from onnx_bcast.converters.emit import Emitter
 from onnx_bcast.converters.facts import NodeFacts
 from onnx_bcast.converters.shape_inputs import int64_input
 
-from onnx_bcast.errors import BroadcastError
-
 
 class ExplicitAxes:
     """``Broadcast<mode=explicit>(x, s, a) -> Expand(Unsqueeze(x, complement(a)), s)``.
@@ -37,9 +35,6 @@ class ExplicitAxes:
             aligned = emit.unsqueeze(data, new_axes) if new_axes and not leading else data
             emit.expand(aligned, int64_input(emit, facts, 1, "target_shape"), facts.output)
             return
-        if data_rank is None:
-            raise BroadcastError(self.op, "explicit", "cannot convert: the rank of data is unknown and the target "
-                                                      "length or axes_mapping is only known at run time", facts.name)
         if any(d == 0 for d in facts.shapes[0] or ()):  # a 0 in Reshape's shape means "copy" before allowzero
             emit.require(14, "zero-size data with a run-time explicit mapping (Reshape allowzero)")
         target = int64_input(emit, facts, 1, "target_shape")
@@ -47,7 +42,11 @@ class ExplicitAxes:
         if data_rank == 0:
             aligned_shape = ones
         else:
-            aligned_shape = emit.scatter(ones, int64_input(emit, facts, 2, "axes_mapping"), emit.shape(data))
+            axes_in = int64_input(emit, facts, 2, "axes_mapping")
+            data_shape = emit.shape(data)
+            if data_rank is None:  # a scalar may carry one axis: scatter only as many axes as data has dims
+                axes_in = emit.prefix(axes_in, data_shape)
+            aligned_shape = emit.scatter(ones, axes_in, data_shape)
         emit.expand(emit.reshape(data, aligned_shape), target, facts.output)
 
 

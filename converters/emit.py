@@ -13,8 +13,10 @@ from onnx_bcast.errors import BroadcastError
 class Emitter:
     """Collects the nodes (and initializers) that replace one onnx_bcast node."""
 
-    def __init__(self, names, opset: int, node_name: str, op: str, mode: str, allow_initializers: bool) -> None:
+    def __init__(self, names, opset: int, node_name: str, op: str, mode: str, allow_initializers: bool,
+                 final_name: str | None = None) -> None:
         self.names = names
+        self.final_name = node_name if final_name is None else final_name  # "" keeps an unnamed node unnamed
         self.opset = opset
         self.node_name = node_name
         self.op = op
@@ -34,7 +36,7 @@ class Emitter:
     def _node(self, op_type: str, inputs: Sequence[str], output: str | None, **attrs) -> str:
         out = output or self.names(f"{self.node_name}_{op_type.lower()}")
         if output is not None and not self.final_name_used:
-            name = self.node_name  # the node that produces the original output keeps the original name
+            name = self.final_name  # the node that produces the original output keeps the original name
             self.final_name_used = True
         else:
             name = self.names(f"{self.node_name}/{op_type}")
@@ -82,6 +84,12 @@ class Emitter:
         self.require(9, "ConstantOfShape")
         one = helper.make_tensor("one", TensorProto.INT64, [1], [1])
         return self._node("ConstantOfShape", [shape], None, value=one)
+
+    def prefix(self, values: str, length_of: str) -> str:
+        """``values[:len(length_of)]`` for 1-D tensors, with the length known only at run time."""
+        self.require(10, "Slice with tensor bounds")
+        length = self._node("Shape", [length_of], None)
+        return self._node("Slice", [values, self.const_i64([0], "zero"), length], None)
 
     def scatter(self, data: str, indices: str, updates: str) -> str:
         self.require(11, "ScatterElements (runtime explicit axes)")

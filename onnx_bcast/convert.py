@@ -168,7 +168,7 @@ def _elide_expands(container: Any, expands: list[tuple[NodeProto, tuple[int, ...
                 if name == out:
                     user.input[i] = expand.input[0]
         for producer in container.node:  # the original node name moves to what now stands in its place
-            if expand.input[0] in producer.output and producer.name.startswith(f"{expand.name}/"):
+            if expand.name and expand.input[0] in producer.output and producer.name.startswith(f"{expand.name}/"):
                 producer.name = expand.name
         dropped.append(expand)
     if dropped:
@@ -219,7 +219,8 @@ def _rewrite_container(container: Any, opset: int, knowledge: _Knowledge, names:
         inferred = None if in_function else knowledge.shapes.get(node.output[0])
         out_shape = _static_output(facts, spec.name, inferred)
         rule = rule_for(node.op_type, facts.mode)
-        emitter = Emitter(names, opset, label, node.op_type, facts.mode, allow_initializers=not in_function)
+        emitter = Emitter(names, opset, label, node.op_type, facts.mode, allow_initializers=not in_function,
+                          final_name=node.name)
         rule.rewrite(emitter, facts, out_shape)
         last = emitter.nodes[-1] if emitter.nodes else None
         if last is not None and last.op_type == "Expand" and out_shape is not None and not in_function:
@@ -231,9 +232,9 @@ def _rewrite_container(container: Any, opset: int, knowledge: _Knowledge, names:
         freed.update(n for n in node.input if n)
     del container.node[:]
     container.node.extend(new_nodes)
-    # the nodes were copied into the container: find the Expands again by name
-    by_name = {n.name: n for n in container.node}
-    _elide_expands(container, [(by_name[e.name], shape) for e, shape in expands], knowledge)
+    # the nodes were copied into the container: find the Expands again by their (unique) output
+    by_output = {n.output[0]: n for n in container.node if n.output}
+    _elide_expands(container, [(by_output[e.output[0]], shape) for e, shape in expands], knowledge)
 
 
 def _drop_unused_initializers(model: ModelProto, candidates: set[str]) -> None:
