@@ -105,8 +105,11 @@ def _static_output(facts: NodeFacts, spec_name: str, inferred: Dims | None) -> t
     if inferred is not None and all(d is not None for d in inferred):
         return tuple(int(d) for d in inferred)
     spec = SPEC_BY_NAME[spec_name]
-    shapes = [facts.static_shape(i) for i in range(len(facts.inputs))]
-    values = list(facts.values)
+    present = len(facts.inputs)
+    while present and not facts.inputs[present - 1]:  # absent trailing optional inputs are not inputs
+        present -= 1
+    shapes = [facts.static_shape(i) for i in range(present)]
+    values = list(facts.values[:present])
     try:
         return spec.static_shape(shapes, values, facts.attrs)
     except BroadcastError as err:

@@ -60,6 +60,8 @@ def _infer(spec: OpSpec, guarded: bool):
             if value is not None:
                 attrs[name] = value
         n = ctx.get_num_inputs()
+        while n and not ctx.has_input(n - 1):  # absent trailing optional inputs are not inputs
+            n -= 1
         shapes: list[Shape | None] = []
         values: list[np.ndarray | None] = []
         for i in range(n):

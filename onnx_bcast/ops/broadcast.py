@@ -199,7 +199,7 @@ def _static_shape(op: str):
         data_shape = shapes[0] if shapes else None
         target = values[1] if len(values) > 1 else None
         axes = values[2] if len(values) > 2 else None
-        has_axes_input = len(shapes) > 2 and (shapes[2] is not None or values[2] is not None)
+        has_axes_input = len(shapes) > 2  # callers list inputs up to the last one present
         if data_shape is None or target is None or (has_axes_input and axes is None):
             return None
         return broadcast_shape(data_shape, target, axes, mode=attrs["mode"], axis=attrs["axis"], op=op)
