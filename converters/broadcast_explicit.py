@@ -33,7 +33,7 @@ class ExplicitAxes:
                 return
             leading = new_axes == list(range(len(new_axes)))  # Expand right-aligns: leading axes need no Unsqueeze
             aligned = emit.unsqueeze(data, new_axes) if new_axes and not leading else data
-            emit.expand(aligned, int64_input(emit, facts, 1, "target_shape"), facts.output)
+            emit.expand(aligned, int64_input(emit, facts, 1, "target_shape"), facts.output, out_shape)
             return
         if any(d == 0 for d in facts.shapes[0] or ()):  # a 0 in Reshape's shape means "copy" before allowzero
             emit.require(14, "zero-size data with a run-time explicit mapping (Reshape allowzero)")
@@ -47,7 +47,7 @@ class ExplicitAxes:
             if data_rank is None:  # a scalar may carry one axis: scatter only as many axes as data has dims
                 axes_in = emit.prefix(axes_in, data_shape)
             aligned_shape = emit.scatter(ones, axes_in, data_shape)
-        emit.expand(emit.reshape(data, aligned_shape), target, facts.output)
+        emit.expand(emit.reshape(data, aligned_shape), target, facts.output, out_shape)
 
 
 def _aligned(data_shape: tuple[int, ...], axes: tuple[int, ...], rank: int) -> tuple[int, ...]:

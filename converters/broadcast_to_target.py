@@ -23,7 +23,7 @@ class ExpandToTarget:
         if out_shape is not None and data_shape == out_shape:
             emit.identity(facts.inputs[0], facts.output)
             return
-        emit.expand(facts.inputs[0], int64_input(emit, facts, 1, "target_shape"), facts.output)
+        emit.expand(facts.inputs[0], int64_input(emit, facts, 1, "target_shape"), facts.output, out_shape)
 
 
 RULES = [ExpandToTarget(op, mode) for op in ("Broadcast", "Expand") for mode in ("numpy", "bidirectional", "pdpd")]

@@ -10,7 +10,7 @@ from onnx_bcast.ops.broadcast_v0 import like_axes
 
 
 def _unsqueeze_expand(emit: Emitter, data: str, axes: list[int], shape: str | None,
-                      needs_expand: bool, output: str) -> None:
+                      needs_expand: bool, output: str, static_out: tuple[int, ...] | None) -> None:
     if not axes and not needs_expand:
         emit.identity(data, output)
         return
@@ -19,7 +19,7 @@ def _unsqueeze_expand(emit: Emitter, data: str, axes: list[int], shape: str | No
         return
     leading = axes == list(range(len(axes)))  # Expand right-aligns: leading new axes need no Unsqueeze
     aligned = emit.unsqueeze(data, axes) if axes and not leading else data
-    emit.expand(aligned, shape, output)
+    emit.expand(aligned, shape, output, static_out)
 
 
 class BroadcastV0Rule:
@@ -35,7 +35,7 @@ class BroadcastV0Rule:
         if needs_expand:  # the ORT form carries the shape as input 1 too: reuse it when it says the same
             given = facts.ints(1) if len(facts.inputs) > 1 and facts.is_int64(1) else None
             target = facts.inputs[1] if given == shape else emit.const_i64(shape, "shape")
-        _unsqueeze_expand(emit, facts.inputs[0], axes, target, needs_expand, facts.output)
+        _unsqueeze_expand(emit, facts.inputs[0], axes, target, needs_expand, facts.output, shape)
 
 
 class BroadcastLikeV0Rule:
@@ -57,7 +57,7 @@ class BroadcastLikeV0Rule:
         else:
             needs_expand = True
             target = emit.shape(facts.inputs[1])
-        _unsqueeze_expand(emit, facts.inputs[0], axes, target, needs_expand, facts.output)
+        _unsqueeze_expand(emit, facts.inputs[0], axes, target, needs_expand, facts.output, like_shape)
 
 
 RULES = [BroadcastV0Rule(), BroadcastLikeV0Rule()]

@@ -58,9 +58,27 @@ class Emitter:
     def identity(self, x: str, output: str) -> str:
         return self._node("Identity", [x], output)
 
-    def expand(self, x: str, shape: str, output: str | None = None) -> str:
+    def expand(self, x: str, shape: str, output: str | None = None,
+               static_out: Sequence[int] | None = None) -> str:
+        """``Expand(x, shape)``; an empty static output is built as ``Slice(Expand(x, zeros as 1s))``.
+
+        onnxruntime 1.31's ExpandElimination drops an Expand to a 0-size dim as if it were a no-op (the
+        output keeps the input's 1); slicing to the 0s afterwards gives the same result, which it leaves alone.
+        """
         self.require(8, "Expand")
-        return self._node("Expand", [x, shape], output)
+        if static_out is None or 0 not in static_out:
+            return self._node("Expand", [x, shape], output)
+        ones = [d if d != 0 else 1 for d in static_out]
+        expanded = self._node("Expand", [x, self.const_i64(ones, "shape_nonzero")], None)
+        return self.slice_to(expanded, static_out, output)
+
+    def slice_to(self, x: str, ends: Sequence[int], output: str | None = None) -> str:
+        """``x[0:ends[0], 0:ends[1], ...]`` in the op form of the opset."""
+        axes = list(range(len(ends)))
+        if self.opset < 10:
+            return self._node("Slice", [x], output, starts=[0] * len(ends), ends=list(ends), axes=axes)
+        return self._node("Slice", [x, self.const_i64([0] * len(ends), "starts"), self.const_i64(ends, "ends"),
+                                    self.const_i64(axes, "slice_axes")], output)
 
     def unsqueeze(self, x: str, axes: Sequence[int], output: str | None = None) -> str:
         axes = sorted(int(a) for a in axes)
