@@ -16,9 +16,9 @@ from onnx_bcast.converters import rule_for
 from onnx_bcast.converters.emit import Emitter
 from onnx_bcast.converters.facts import Dims, NodeFacts
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.model_walk import NameGenerator, all_node_lists, opset_version
+from onnx_bcast.model_walk import NameGenerator, all_node_lists, opset_version, subgraphs
 from onnx_bcast.ops import SPEC_BY_NAME
-from onnx_bcast.prepare import check_our_opsets, node_label, read_attributes
+from onnx_bcast.prepare import check_our_opsets, node_label, read_attributes, uses_our_ops
 from onnx_bcast.runtime_limits import max_ir_version, max_opset
 from onnx_bcast.session import load_model
 
@@ -131,8 +131,6 @@ _BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Equal"
 
 
 def _subgraph_reads(container: Any) -> set[str]:
-    from onnx_bcast.model_walk import subgraphs
-
     names: set[str] = set()
     if isinstance(container, GraphProto):
         for graph in subgraphs(container):
@@ -294,8 +292,6 @@ def convert_with_report(model: Any, *, opset: int | None = None) -> tuple[ModelP
     for function in converted.functions:
         if opset_version(list(function.opset_import), "") is None and report.rewritten:
             function.opset_import.append(helper.make_opsetid("", model_opset))
-    from onnx_bcast.prepare import uses_our_ops
-
     still_used = uses_our_ops(converted)
     _drop_our_import(converted.opset_import, still_used)
     for function in converted.functions:
