@@ -5,6 +5,7 @@ from __future__ import annotations
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops.broadcast import broadcast, broadcast_shape, expand
 from onnx_bcast.ops.broadcast_v0 import broadcast_like_v0, broadcast_v0
+from onnx_bcast.ops.elementwise import elementwise, elementwise_shape
 from onnx_bcast.prepare import prepare
 from onnx_bcast.schemas import register as register_schemas
 from onnx_bcast.session import InferenceSession, session_options
@@ -22,6 +23,8 @@ __all__ = [
     "broadcast_like_v0",
     "broadcast_shape",
     "broadcast_v0",
+    "elementwise",
+    "elementwise_shape",
     "expand",
     "prepare",
     "session_options",

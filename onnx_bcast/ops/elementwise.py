@@ -1,0 +1,127 @@
+"""Elementwise ops with none/numpy/pdpd auto-broadcast: shape rule and numpy kernels (ORT and converter: to do)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.ops.common import Shape, as_array
+
+RULES = ("none", "numpy", "pdpd")
+_ALIASES = {"explicit": "none"}
+
+
+def canonical_rule(rule: str, op: str) -> str:
+    """The canonical auto_broadcast name (case-insensitive, ``explicit`` is ``none``)."""
+    name = rule.lower() if isinstance(rule, str) else ""
+    name = _ALIASES.get(name, name)
+    if name not in RULES:
+        raise BroadcastError(op, str(rule), f"unknown auto_broadcast {rule!r}; expected none (explicit), numpy or "
+                                            "pdpd", mode_attr="auto_broadcast")
+    return name
+
+
+def _fail(op: str, rule: str, detail: str, a: Shape, b: Shape) -> BroadcastError:
+    return BroadcastError(op, rule, f"{detail}; A {fmt_shape(a)}, B {fmt_shape(b)}", mode_attr="auto_broadcast")
+
+
+def pdpd_alignment(a: Shape, b: Shape, axis: int, op: str = "Add") -> Shape:
+    """B's shape padded with 1s so that numpy broadcasting applies the pdpd rule (validated)."""
+    ra, rb = len(a), len(b)
+    if rb > ra:
+        raise _fail(op, "pdpd", f"B's rank {rb} exceeds A's rank {ra}", a, b)
+    if axis < -1:
+        raise _fail(op, "pdpd", f"axis {axis} is below -1", a, b)
+    start = ra - rb if axis == -1 else axis
+    trimmed = list(b)
+    while trimmed and trimmed[-1] == 1:
+        trimmed.pop()
+    if start + len(trimmed) > ra:
+        raise _fail(op, "pdpd", f"B (trailing 1s ignored: {fmt_shape(trimmed)}) does not fit in A from axis {start}",
+                    a, b)
+    for k, bk in enumerate(trimmed):
+        if bk != 1 and bk != a[start + k]:
+            raise _fail(op, "pdpd", f"B dim {k} (size {bk}) must be 1 or equal A dim {start + k} (size "
+                                    f"{a[start + k]})", a, b)
+    return (1,) * start + tuple(trimmed) + (1,) * (ra - start - len(trimmed))
+
+
+def elementwise_shape(a_shape: Any, b_shape: Any, *, auto_broadcast: str = "numpy", axis: int = -1,
+                      op: str = "Add") -> Shape:
+    """The output shape of an elementwise op under ``auto_broadcast``; validates, never allocates."""
+    rule = canonical_rule(auto_broadcast, op)
+    a, b = tuple(int(d) for d in a_shape), tuple(int(d) for d in b_shape)
+    if rule == "none":
+        if a != b:
+            raise _fail(op, rule, "shapes must be identical", a, b)
+        return a
+    if rule == "numpy":
+        try:
+            return tuple(np.broadcast_shapes(a, b))
+        except ValueError:
+            raise _fail(op, rule, "shapes are not multidirectionally broadcastable", a, b) from None
+    pdpd_alignment(a, b, int(axis), op)
+    return a
+
+
+def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if np.any(b == 0):
+        raise ValueError("integer division by zero")
+    q = np.floor_divide(a, b)
+    return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)  # truncate toward zero
+
+
+def _div(a: np.ndarray, b: np.ndarray, **_: Any) -> np.ndarray:
+    if np.issubdtype(a.dtype, np.integer):
+        return _int_div(a, b)
+    return np.divide(a, b)
+
+
+def _mod(a: np.ndarray, b: np.ndarray, fmod: int = 0, **_: Any) -> np.ndarray:
+    if not fmod and np.issubdtype(a.dtype, np.floating):
+        raise ValueError("Mod of floating-point inputs needs fmod=1")
+    if np.issubdtype(a.dtype, np.integer) and np.any(b == 0):
+        raise ValueError("integer modulo by zero")
+    return np.fmod(a, b) if fmod else np.mod(a, b)
+
+
+def _logical(fn: Callable) -> Callable:
+    def run(a: np.ndarray, b: np.ndarray, **_: Any) -> np.ndarray:
+        if a.dtype != np.bool_ or b.dtype != np.bool_:
+            raise ValueError(f"takes bool inputs, got {a.dtype} and {b.dtype}")
+        return fn(a, b)
+    return run
+
+
+def _plain(fn: Callable) -> Callable:
+    return lambda a, b, **_: fn(a, b)
+
+
+ARITHMETIC: dict[str, Callable[..., np.ndarray]] = {
+    "Add": _plain(np.add), "Sub": _plain(np.subtract), "Mul": _plain(np.multiply), "Div": _div,
+    "Pow": _plain(np.power), "Max": _plain(np.maximum), "Min": _plain(np.minimum), "Mod": _mod,
+    "Equal": _plain(np.equal), "Less": _plain(np.less), "LessOrEqual": _plain(np.less_equal),
+    "Greater": _plain(np.greater), "GreaterOrEqual": _plain(np.greater_equal),
+    "And": _logical(np.logical_and), "Or": _logical(np.logical_or), "Xor": _logical(np.logical_xor),
+}
+
+
+def elementwise(op_type: str, a: Any, b: Any, *, auto_broadcast: str = "numpy", axis: int = -1,
+                **attrs: Any) -> np.ndarray:
+    """The numpy kernel of an elementwise op under ``auto_broadcast`` (ONNX arithmetic, e.g. ``Div`` truncates)."""
+    if op_type not in ARITHMETIC:
+        raise BroadcastError(op_type, "", f"is not an elementwise op of onnx_bcast (known: {', '.join(ARITHMETIC)})")
+    a, b = as_array(a), as_array(b)
+    rule = canonical_rule(auto_broadcast, op_type)
+    out_shape = elementwise_shape(a.shape, b.shape, auto_broadcast=rule, axis=axis, op=op_type)
+    if rule == "pdpd":
+        b = b.reshape(pdpd_alignment(a.shape, b.shape, int(axis), op_type))
+    try:
+        with np.errstate(all="ignore"):
+            out = ARITHMETIC[op_type](a, b, **attrs)
+    except ValueError as err:
+        raise BroadcastError(op_type, rule, str(err), mode_attr="auto_broadcast") from None
+    return np.asarray(out).reshape(out_shape) if np.shape(out) != out_shape else np.asarray(out)
