@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto
 
-Dims = tuple[int | None, ...]
+from onnx_bcast.static_facts import Dims
 
 
 @dataclass

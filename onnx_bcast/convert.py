@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import onnx
-from onnx import GraphProto, ModelProto, NodeProto, helper, numpy_helper
+from onnx import GraphProto, ModelProto, NodeProto, helper
 
 from onnx_bcast import schemas
 from onnx_bcast.converters import rule_for
@@ -21,6 +20,7 @@ from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.prepare import check_our_opsets, node_label, read_attributes, uses_our_ops
 from onnx_bcast.runtime_limits import max_ir_version, max_opset
 from onnx_bcast.session import load_model
+from onnx_bcast.static_facts import StaticFacts
 
 logger = logging.getLogger("onnx_bcast.convert")
 DOMAIN = schemas.DOMAIN
@@ -38,63 +38,17 @@ class ConversionReport:
                 for (op, mode), count in sorted(self.rewritten.items())]
 
 
-class _Knowledge:
-    """Static facts gathered from shape inference: shapes, element types and constant values by name."""
-
-    def __init__(self, model: ModelProto) -> None:
-        self.shapes: dict[str, Dims | None] = {}
-        self.types: dict[str, int] = {}
-        self.values: dict[str, np.ndarray] = {}
-        try:
-            inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
-        except Exception as err:  # only a source of facts; the rules fall back to run-time forms
-            logger.debug("shape inference failed: %s", err)
-            inferred = model
-        for container, _ in all_node_lists(inferred):
-            if isinstance(container, GraphProto):
-                self._graph(container)
-            for node in container.node:
-                self._constant(node)
-
-    def _graph(self, graph: GraphProto) -> None:
-        inputs = {v.name for v in graph.input}
-        for value in list(graph.input) + list(graph.output) + list(graph.value_info):
-            tensor = value.type.tensor_type
-            if value.type.HasField("tensor_type"):
-                if tensor.elem_type:
-                    self.types[value.name] = tensor.elem_type
-                if tensor.HasField("shape"):
-                    self.shapes[value.name] = tuple(d.dim_value if d.HasField("dim_value") else None
-                                                    for d in tensor.shape.dim)
-        for init in graph.initializer:
-            self.types[init.name] = init.data_type
-            self.shapes[init.name] = tuple(init.dims)
-            if init.name not in inputs and len(init.dims) <= 1 and not init.data_location:
-                self.values[init.name] = numpy_helper.to_array(init)
-
-    def _constant(self, node: NodeProto) -> None:
-        if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
-            return
-        for attr in node.attribute:
-            if attr.name == "value" and not attr.ref_attr_name:
-                value = numpy_helper.to_array(attr.t)
-            elif attr.name == "value_ints":
-                value = np.asarray(list(attr.ints), dtype=np.int64)
-            else:
-                continue
-            self.values[node.output[0]] = value
-            self.types[node.output[0]] = attr.t.data_type if attr.name == "value" else onnx.TensorProto.INT64
-            self.shapes[node.output[0]] = tuple(value.shape)
-
-    def facts(self, node: NodeProto, label: str, attrs: dict[str, Any], in_function: bool) -> NodeFacts:
-        names = list(node.input)
-        known = (lambda n: n) if not in_function else (lambda n: None)  # function values are typed per call
-        return NodeFacts(
-            op=node.op_type, name=label, attrs=attrs, inputs=names, output=node.output[0],
-            shapes=[self.shapes.get(known(n)) if n else None for n in names],
-            values=[self.values.get(n) if n else None for n in names],
-            types=[self.types.get(known(n)) if n else None for n in names],
-        )
+def _node_facts(knowledge: StaticFacts, node: NodeProto, label: str, attrs: dict[str, Any],
+                in_function: bool) -> NodeFacts:
+    """What is statically known about one node's inputs."""
+    names = list(node.input)
+    known = (lambda n: n) if not in_function else (lambda n: None)  # function values are typed per call
+    return NodeFacts(
+        op=node.op_type, name=label, attrs=attrs, inputs=names, output=node.output[0],
+        shapes=[knowledge.shapes.get(known(n)) if n else None for n in names],
+        values=[knowledge.values.get(n) if n else None for n in names],
+        types=[knowledge.types.get(known(n)) if n else None for n in names],
+    )
 
 
 def _static_output(facts: NodeFacts, spec_name: str, inferred: Dims | None) -> tuple[int, ...] | None:
@@ -144,7 +98,7 @@ def _subgraph_reads(container: Any) -> set[str]:
     return names
 
 
-def _elide_expands(container: Any, expands: list[tuple[NodeProto, tuple[int, ...]]], knowledge: _Knowledge) -> None:
+def _elide_expands(container: Any, expands: list[tuple[NodeProto, tuple[int, ...]]], knowledge: StaticFacts) -> None:
     """Drop an emitted ``Expand`` whose every consumer broadcasts anyway to a shape it does not change.
 
     ``Add(features[1,16,50,50], Expand(Unsqueeze(bias), ...))`` becomes ``Add(features, Unsqueeze(bias))``: the
@@ -183,7 +137,7 @@ def _elide_expands(container: Any, expands: list[tuple[NodeProto, tuple[int, ...
             container.value_info.extend(infos)
 
 
-def _keeps_shape(user: NodeProto, out: str, out_shape: tuple[int, ...], knowledge: _Knowledge) -> bool:
+def _keeps_shape(user: NodeProto, out: str, out_shape: tuple[int, ...], knowledge: StaticFacts) -> bool:
     if user.domain not in ("", "ai.onnx") or user.op_type not in _BROADCASTING:
         return False
     others = [name for name in user.input if name != out]
@@ -201,7 +155,7 @@ def _keeps_shape(user: NodeProto, out: str, out_shape: tuple[int, ...], knowledg
     return True
 
 
-def _rewrite_container(container: Any, opset: int, knowledge: _Knowledge, names: NameGenerator,
+def _rewrite_container(container: Any, opset: int, knowledge: StaticFacts, names: NameGenerator,
                        report: ConversionReport, freed: set[str]) -> None:
     in_function = not isinstance(container, GraphProto)
     new_nodes: list[NodeProto] = []
@@ -216,7 +170,7 @@ def _rewrite_container(container: Any, opset: int, knowledge: _Knowledge, names:
             raise BroadcastError(node.op_type, "", f"is not an op of domain {DOMAIN!r}", label)
         _check_attr_refs(node, label)
         attrs = read_attributes(node, spec, label)
-        facts = knowledge.facts(node, label, attrs, in_function)
+        facts = _node_facts(knowledge, node, label, attrs, in_function)
         inferred = None if in_function else knowledge.shapes.get(node.output[0])
         out_shape = _static_output(facts, spec.name, inferred)
         rule = rule_for(node.op_type, facts.mode)
@@ -279,7 +233,7 @@ def convert_with_report(model: Any, *, opset: int | None = None) -> tuple[ModelP
     target = _target_opset(converted, opset)
     if opset_version(list(converted.opset_import), "") is None:
         converted.opset_import.append(helper.make_opsetid("", target))
-    knowledge = _Knowledge(converted)
+    knowledge = StaticFacts(converted)
     names = NameGenerator(converted)
     report = ConversionReport()
     freed: set[str] = set()

@@ -21,16 +21,15 @@ from onnx_bcast.model_walk import NameGenerator, all_graphs, all_node_lists, ops
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.broadcast import canonical_mode
 from onnx_bcast.ops.broadcast_v0 import LIKE_V0, V0
-from onnx_bcast.ops.common import OpSpec
+from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec
 from onnx_bcast.ort_ops import DOMAIN, GUARDED_DOMAIN
 from onnx_bcast.runtime_limits import max_ir_version
+from onnx_bcast.static_facts import StaticFacts
 
 DEFAULT_OPSET = 13
 _CAST_TO_FLOAT = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
 _INTEGER_TYPES = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64,
                   TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64)
-_ATTR_PROTO_KIND = {"string": onnx.AttributeProto.STRING, "int": onnx.AttributeProto.INT,
-                    "ints": onnx.AttributeProto.INTS}
 
 
 def node_label(node: NodeProto, index: int) -> str:
@@ -46,7 +45,7 @@ def read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any]
         decl = known.get(attr.name)
         if decl is None:
             raise BroadcastError(node.op_type, "", f"unknown attribute {attr.name!r}", label)
-        if attr.type != _ATTR_PROTO_KIND[decl.kind]:
+        if attr.type != ATTR_PROTO_KIND[decl.kind]:
             kind = onnx.AttributeProto.AttributeType.Name(attr.type)
             raise BroadcastError(node.op_type, "", f"attribute {attr.name!r} must be {decl.kind}, got {kind}", label)
         attrs[attr.name] = schemas.attribute_value(attr)
@@ -168,30 +167,6 @@ class _Rewriter:
         container.node.extend(new_nodes)
 
 
-def _value_types(model: ModelProto) -> dict[str, int]:
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
-    except BroadcastError:  # a statically invalid broadcast of ours: no input can make it run
-        raise
-    except Exception:  # inference is only a source of types; a model it cannot handle still runs
-        inferred = model
-    types: dict[str, int] = {}
-    for container, _ in all_node_lists(inferred):
-        if not isinstance(container, GraphProto):
-            continue
-        for value in list(container.input) + list(container.output) + list(container.value_info):
-            if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type:
-                types[value.name] = value.type.tensor_type.elem_type
-        for init in container.initializer:
-            types[init.name] = init.data_type
-        for node in container.node:
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-                for attr in node.attribute:
-                    if attr.name == "value":
-                        types[node.output[0]] = attr.t.data_type
-    return types
-
-
 def _ensure_opset(opsets: Any, domain: str, version: int) -> None:
     if opset_version(list(opsets), domain) is None:
         opsets.append(helper.make_opsetid(domain, version))
@@ -229,7 +204,7 @@ def prepare(model: ModelProto) -> ModelProto:
     if any(n.domain == DOMAIN for f in prepared.functions for n in f.node):
         # a function's values are typed per call site; inlined (as ORT does anyway) our nodes get their types
         prepared = onnx.inliner.inline_local_functions(prepared)
-    graph_types = _value_types(prepared)
+    graph_types = StaticFacts(prepared, raise_broadcast_errors=True).types
     rewriter = _Rewriter(NameGenerator(prepared), graph_types)
     # children first: rewriting a graph copies its nodes, and with them the subgraphs they hold
     for container, _ in reversed(list(all_node_lists(prepared))):

@@ -11,7 +11,7 @@ from onnx.defs import OpSchema
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops import OP_SPECS
-from onnx_bcast.ops.common import OpSpec, Shape
+from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec, Shape
 
 DOMAIN = "onnx_bcast"
 GUARDED_DOMAIN = "onnx_bcast.ort"
@@ -24,11 +24,7 @@ def _attribute(name: str, kind: str, default: Any, doc: str) -> OpSchema.Attribu
     if default is None:
         return OpSchema.Attribute(name, _ATTR_TYPES[kind], doc, required=True)
     value = list(default) if kind == "ints" else default
-    return OpSchema.Attribute(name, helper.make_attribute(name, value, attr_type=_proto_kind(kind)), doc)
-
-
-def _proto_kind(kind: str) -> int:
-    return {"string": AttributeProto.STRING, "int": AttributeProto.INT, "ints": AttributeProto.INTS}[kind]
+    return OpSchema.Attribute(name, helper.make_attribute(name, value, attr_type=ATTR_PROTO_KIND[kind]), doc)
 
 
 def attribute_value(attr: AttributeProto | None) -> Any:

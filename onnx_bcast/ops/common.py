@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from onnx import AttributeProto
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
 
@@ -22,6 +23,9 @@ ALL_TENSOR_TYPES: tuple[str, ...] = tuple(
     )
 )
 INDEX_TYPES: tuple[str, ...] = ("tensor(int32)", "tensor(int64)")
+# the AttributeProto type of each Attr kind
+ATTR_PROTO_KIND: dict[str, int] = {"string": AttributeProto.STRING, "int": AttributeProto.INT,
+                                   "ints": AttributeProto.INTS}
 
 
 @dataclass(frozen=True)
