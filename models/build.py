@@ -85,10 +85,53 @@ def expand_modes() -> onnx.ModelProto:
     return _model(graph, "Expand in bidirectional, numpy, explicit and pdpd modes on one [3,1] input.")
 
 
+def _shape_target() -> list[onnx.NodeProto]:
+    """target_shape = Concat(Shape(features)[0:1], [8], Shape(features)[2:4]): batch and spatial dims at run time."""
+    return [
+        helper.make_node("Shape", ["features"], ["batch_dim"], name="shape_batch", start=0, end=1),
+        helper.make_node("Shape", ["features"], ["spatial_dims"], name="shape_spatial", start=2, end=4),
+        helper.make_node("Concat", ["batch_dim", "channels", "spatial_dims"], ["target_shape"], name="target_concat",
+                         axis=0),
+    ]
+
+
+def _branch(name: str, node: onnx.NodeProto) -> onnx.GraphProto:
+    out = helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, ["N", 8, "H", "W"])
+    return helper.make_graph([node], name, [], [out])
+
+
+def runtime_shape_if() -> onnx.ModelProto:
+    """A per-channel bias broadcast to a target shape computed at run time, inside an If on a bool input."""
+    rng = np.random.default_rng(4)
+    inits = [_const("channels", [8]), _const("bias", rng.standard_normal(8), np.float32),
+             _const("shift", rng.standard_normal((8, 1, 1)), np.float32), _const("bias_axes", [1]),
+             _const("no_axes", [])]
+    then_branch = _branch("channel_bias", helper.make_node(
+        "Broadcast", ["bias", "target_shape", "bias_axes"], ["bias_nchw"], domain="onnx_bcast",
+        name="bias_broadcast", mode="explicit", axis=-1))
+    else_branch = _branch("channel_shift", helper.make_node(
+        "Broadcast", ["shift", "target_shape", "no_axes"], ["shift_nchw"], domain="onnx_bcast",
+        name="shift_broadcast", mode="pdpd", axis=1))
+    nodes = _shape_target() + [
+        helper.make_node("If", ["use_bias"], ["offset"], name="choose_offset", then_branch=then_branch,
+                         else_branch=else_branch),
+        helper.make_node("Add", ["features", "offset"], ["shifted"], name="offset_add"),
+    ]
+    features = helper.make_tensor_value_info("features", TensorProto.FLOAT, ["N", 8, "H", "W"])
+    use_bias = helper.make_tensor_value_info("use_bias", TensorProto.BOOL, [])
+    graph = helper.make_graph(nodes, "runtime_shape_if", [features, use_bias],
+                              [helper.make_tensor_value_info("shifted", TensorProto.FLOAT, ["N", 8, "H", "W"])],
+                              initializer=inits)
+    return _model(graph, "features [N,8,H,W] plus an offset chosen by If(use_bias): then a per-channel bias [8] by "
+                         "Broadcast explicit axes_mapping [1], else a shift [8,1,1] by Broadcast pdpd axis 1; the "
+                         "target shape is Concat(Shape(features)[0:1], [8], Shape(features)[2:4]) at run time.")
+
+
 BUILDERS: dict[str, Callable[[], onnx.ModelProto]] = {
     "nchw_bias_explicit": nchw_bias_explicit,
     "batchnorm_v0": batchnorm_v0,
     "expand_modes": expand_modes,
+    "runtime_shape_if": runtime_shape_if,
 }
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from onnx_bcast.memory_guard import over_limit
+
 _NUMPY_OF_ORT = {
     "tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
     "tensor(int8)": np.int8, "tensor(int16)": np.int16, "tensor(int32)": np.int32, "tensor(int64)": np.int64,
@@ -15,12 +17,20 @@ _NUMPY_OF_ORT = {
 }
 
 
-def random_input(name: str, ort_type: str, shape: Sequence[Any], rng: np.random.Generator) -> np.ndarray:
-    """A random input for a graph input; unknown dims become 1."""
+def random_input(name: str, ort_type: str, shape: Sequence[Any], rng: np.random.Generator,
+                 named_dims: dict[str, int] | None = None) -> np.ndarray:
+    """A random input for a graph input; unknown dims become 1.
+
+    With ``named_dims``, a symbolic dim (e.g. ``"N"``) gets the size recorded there, or the next of 2, 3, 4, ...
+    (recorded), so that inputs sharing a name agree and different names differ.
+    """
     dtype = _NUMPY_OF_ORT.get(ort_type)
     if dtype is None:
         raise ValueError(f"input {name!r}: cannot generate data of type {ort_type}; pass --input {name}=FILE.npy")
-    dims = [d if isinstance(d, int) and d >= 0 else 1 for d in shape]
+    dims = [_dim_size(d, named_dims) for d in shape]
+    too_big = over_limit(dims, dtype)
+    if too_big is not None:
+        raise ValueError(f"input {name!r}: generating {too_big}; pass --input {name}=FILE.npy")
     if dtype is np.str_:
         return rng.integers(0, 100, dims).astype(str).astype(object)
     if dtype is np.bool_:
@@ -30,10 +40,30 @@ def random_input(name: str, ort_type: str, shape: Sequence[Any], rng: np.random.
     return rng.standard_normal(dims).astype(dtype)
 
 
+def _dim_size(dim: Any, named_dims: dict[str, int] | None) -> int:
+    if isinstance(dim, int) and dim >= 0:
+        return dim
+    if isinstance(dim, str) and dim and named_dims is not None:
+        return named_dims.setdefault(dim, 2 + len(named_dims))
+    return 1
+
+
+def _given_dims(session: Any, given: dict[str, np.ndarray]) -> dict[str, int]:
+    """Sizes of symbolic dims as the given arrays fix them."""
+    named: dict[str, int] = {}
+    for meta in session.get_inputs():
+        value = given.get(meta.name)
+        if value is not None and len(meta.shape) == np.ndim(value):
+            for dim, size in zip(meta.shape, np.shape(value), strict=True):
+                if isinstance(dim, str) and dim:
+                    named.setdefault(dim, size)
+    return named
+
 
 def random_feeds(session: Any, seed: int = 0, given: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Feeds for every input of an ORT session: the given arrays, random data for the rest."""
     rng = np.random.default_rng(seed)
     given = given or {}
-    return {i.name: given[i.name] if i.name in given else random_input(i.name, i.type, i.shape, rng)
+    named_dims = _given_dims(session, given)
+    return {i.name: given[i.name] if i.name in given else random_input(i.name, i.type, i.shape, rng, named_dims)
             for i in session.get_inputs()}
