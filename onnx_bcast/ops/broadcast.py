@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.memory_guard import check_output_size
 from onnx_bcast.ops.common import (
     ALL_TENSOR_TYPES,
     INDEX_TYPES,
@@ -172,19 +173,23 @@ def aligned_shape(data_shape: Shape, out_shape: Shape, axes_mapping: Any, mode: 
 
 
 def broadcast(data: Any, target_shape: Any, axes_mapping: Any = None, *, mode: str = "numpy", axis: int = -1,
-              op: str = "Broadcast") -> np.ndarray:
-    """The numpy kernel of ``Broadcast``: a read-only view where no copy is needed."""
+              op: str = "Broadcast", max_output_bytes: int | None = None) -> np.ndarray:
+    """The numpy kernel of ``Broadcast``: a read-only view where no copy is needed.
+
+    An output over ``max_output_bytes`` (default: ``memory_guard.output_limit``) is a BroadcastError.
+    """
     data = as_array(data)
     canon = canonical_mode(mode, op)
     out_shape = broadcast_shape(shape_of(data), target_shape, axes_mapping, mode=canon, axis=axis, op=op)
+    check_output_size(op, canon, out_shape, data.dtype, max_output_bytes)
     aligned = aligned_shape(data.shape, out_shape, axes_mapping, canon, axis)
     return np.broadcast_to(data.reshape(aligned), out_shape)
 
 
 def expand(data: Any, shape: Any, axes_mapping: Any = None, *, mode: str = "bidirectional",
-           axis: int = -1) -> np.ndarray:
+           axis: int = -1, max_output_bytes: int | None = None) -> np.ndarray:
     """The numpy kernel of ``Expand``: ``Broadcast`` with ONNX's bidirectional default."""
-    return broadcast(data, shape, axes_mapping, mode=mode, axis=axis, op="Expand")
+    return broadcast(data, shape, axes_mapping, mode=mode, axis=axis, op="Expand", max_output_bytes=max_output_bytes)
 
 
 def _kernel(op: str):

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.memory_guard import check_output_size
 from onnx_bcast.ops.common import (
     ALL_TENSOR_TYPES,
     INDEX_TYPES,
@@ -44,10 +45,12 @@ def broadcast_v0_shape(arg_shape: Any, shape: Any, broadcast_axes: Any, op: str 
     return out
 
 
-def broadcast_v0(arg: Any, shape: Any, broadcast_axes: Any, op: str = V0) -> np.ndarray:
-    """The numpy kernel of nGraph's v0 Broadcast: a read-only view."""
+def broadcast_v0(arg: Any, shape: Any, broadcast_axes: Any, op: str = V0, *,
+                 max_output_bytes: int | None = None) -> np.ndarray:
+    """The numpy kernel of nGraph's v0 Broadcast: a read-only view (size-checked like ``broadcast``)."""
     arg = as_array(arg)
     out = broadcast_v0_shape(shape_of(arg), shape, broadcast_axes, op)
+    check_output_size(op, "", out, arg.dtype, max_output_bytes)
     new_axes = set(int_vector(broadcast_axes, "broadcast_axes", op, ""))
     aligned = tuple(1 if i in new_axes else t for i, t in enumerate(out))
     return np.broadcast_to(arg.reshape(aligned), out)
@@ -72,11 +75,13 @@ def broadcast_like_v0_shape(arg_shape: Any, like_shape: Any, initial_broadcast_a
     return broadcast_v0_shape(d, like, like_axes(d, like, initial_broadcast_axes), LIKE_V0)
 
 
-def broadcast_like_v0(arg: Any, like_arg: Any, initial_broadcast_axes: Any = ()) -> np.ndarray:
+def broadcast_like_v0(arg: Any, like_arg: Any, initial_broadcast_axes: Any = (), *,
+                      max_output_bytes: int | None = None) -> np.ndarray:
     """The numpy kernel of nGraph's v0 BroadcastLike."""
     arg = as_array(arg)
     like = shape_of(like_arg)
-    return broadcast_v0(arg, like, like_axes(shape_of(arg), like, initial_broadcast_axes), LIKE_V0)
+    return broadcast_v0(arg, like, like_axes(shape_of(arg), like, initial_broadcast_axes), LIKE_V0,
+                        max_output_bytes=max_output_bytes)
 
 
 def _v0_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any]) -> np.ndarray:
