@@ -26,14 +26,14 @@ class ModelProblem(Exception):
 
 
 def _load_with_flag(path: str) -> tuple[onnx.ModelProto, bool]:
-    from onnx_bcast.model_io import UnsafeModel, load_model_file
+    from onnx_bcast.model_io import ModelTooLarge, UnsafeModel, load_model_file
 
     file = Path(path)
     if not file.is_file():
         raise ModelProblem(f"{path}: no such file")
     try:
         return load_model_file(file)
-    except UnsafeModel as err:
+    except (UnsafeModel, ModelTooLarge) as err:
         raise ModelProblem(str(err)) from err
     except Exception as err:
         raise ModelProblem(f"{path}: not a readable ONNX model ({type(err).__name__}: {err})") from err

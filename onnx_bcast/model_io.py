@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 import onnx
-from onnx.external_data_helper import uses_external_data
+from onnx.external_data_helper import convert_model_to_external_data, uses_external_data
 
 from onnx_bcast.model_walk import all_node_lists
 
@@ -16,6 +17,24 @@ PROTOBUF_LIMIT = 2 * 1024**3 - 1
 
 class UnsafeModel(ValueError):
     """A model file that asks for something we refuse to do (e.g. read data outside its folder)."""
+
+
+class ModelTooLarge(ValueError):
+    """A model that protobuf cannot hold in one message (2 GiB), even with its tensors as external data."""
+
+
+def _check_file_size(path: Path) -> None:
+    size = path.stat().st_size
+    if size > PROTOBUF_LIMIT:
+        raise ModelTooLarge(f"{path}: the file is {size} bytes, over protobuf's limit of {PROTOBUF_LIMIT} bytes for "
+                            "one model; store its tensors as external data")
+
+
+def _check_is_model(model: onnx.ModelProto, path: Path) -> None:
+    """Protobuf parses many truncated or foreign files without complaint; a model has an IR version and a graph."""
+    if model.ir_version <= 0 or not model.HasField("graph"):
+        missing = "an IR version" if model.ir_version <= 0 else "a graph"
+        raise UnsafeModel(f"{path}: not an ONNX model (no {missing}; truncated or not an .onnx file?)")
 
 
 def external_locations(model: onnx.ModelProto) -> list[str]:
@@ -46,7 +65,9 @@ def load_model_file(path: Path) -> tuple[onnx.ModelProto, bool]:
     Returns the model (external data loaded) and whether it had external data.
     """
     path = Path(path)
+    _check_file_size(path)
     model = onnx.load(str(path), load_external_data=False)
+    _check_is_model(model, path)
     folder = path.resolve().parent
     locations = external_locations(model)
     for location in locations:
@@ -58,24 +79,37 @@ def load_model_file(path: Path) -> tuple[onnx.ModelProto, bool]:
     return model, bool(locations)
 
 
+def _size_without_external_data(model: onnx.ModelProto) -> int:
+    """The serialized size once the tensors marked external have their bytes moved out (raw_data is kept until then)."""
+    moved = sum(len(t.raw_data) for t in _all_tensors(model) if uses_external_data(t))
+    return model.ByteSize() - moved
+
+
 def save_atomically(model: onnx.ModelProto, path: Path, external: bool = False) -> None:
-    """Write ``model`` to ``path`` so that a crash never leaves a half-written file there.
+    """Write ``model`` to ``path`` so that a failure or a crash never leaves a file there (or a half-written one).
 
     Large tensors go to ``<name>.data`` next to the output when ``external`` (the input had external data) or
-    when the model is over protobuf's 2 GiB limit.
+    when the model is over protobuf's 2 GiB limit; then ``model``'s tensors are turned into external references
+    in place. Everything is written into a temporary folder beside ``path`` and renamed into place at the end.
     """
     path = Path(path)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
     data_name = f"{path.name}.data"
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
+        tmp = staging / path.name
         if external or model.ByteSize() > PROTOBUF_LIMIT:
-            onnx.save_model(model, tmp, save_as_external_data=True, all_tensors_to_one_file=True,
+            convert_model_to_external_data(model, all_tensors_to_one_file=True, location=data_name,
+                                           size_threshold=1024)
+            skeleton = _size_without_external_data(model)
+            if skeleton > PROTOBUF_LIMIT:
+                raise ModelTooLarge(f"{path}: the model is {skeleton} bytes without its large tensors, over "
+                                    f"protobuf's limit of {PROTOBUF_LIMIT} bytes; nothing written")
+            onnx.save_model(model, str(tmp), save_as_external_data=True, all_tensors_to_one_file=True,
                             location=data_name, size_threshold=1024)
-            # onnx wrote the data beside tmp under its final name; only the model file is renamed
         else:
-            onnx.save_model(model, tmp)
+            onnx.save_model(model, str(tmp))
+        if (staging / data_name).exists():
+            os.replace(staging / data_name, path.parent / data_name)
         os.replace(tmp, path)
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        shutil.rmtree(staging, ignore_errors=True)
