@@ -25,7 +25,18 @@ from onnx_bcast import ort_marshal
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops.broadcast import broadcast, canonical_mode
 from onnx_bcast.ops.broadcast_v0 import LIKE_V0, V0, broadcast_v0, like_axes
+from onnx_bcast.ops.elementwise import (
+    ARITHMETIC,
+    COMPARISONS,
+    LOGICAL,
+    canonical_rule,
+    elementwise,
+    elementwise_shape,
+    pdpd_alignment,
+    standard_types,
+)
 from onnx_bcast.process_state import record_error, state
+from onnx_bcast.schemas import ELEMENTWISE_CHECK
 
 DOMAIN = "onnx_bcast"
 GUARDED_DOMAIN = "onnx_bcast.ort"
@@ -127,6 +138,86 @@ def _declare(domain: str, bridge: BridgeOp, guarded: bool) -> None:
     state().our_op_ids.add(opdef._nativedef.obj_id)
 
 
+# the types the bridge carries (16-bit floats and strings are refused or not practical as elementwise operands)
+_BRIDGE_TYPE = {"tensor(float)": PyCustomOpDef.dt_float, "tensor(double)": PyCustomOpDef.dt_double,
+                "tensor(int8)": PyCustomOpDef.dt_int8, "tensor(int16)": PyCustomOpDef.dt_int16,
+                "tensor(int32)": PyCustomOpDef.dt_int32, "tensor(int64)": _I64,
+                "tensor(uint8)": PyCustomOpDef.dt_uint8, "tensor(uint16)": PyCustomOpDef.dt_uint16,
+                "tensor(uint32)": PyCustomOpDef.dt_uint32, "tensor(uint64)": PyCustomOpDef.dt_uint64,
+                "tensor(bool)": PyCustomOpDef.dt_bool}
+
+
+def elementwise_bridge_types(op: str) -> list[str]:
+    """The ONNX types the public elementwise op ``op`` runs with in plain ORT (one registration each)."""
+    return [t for t in standard_types(op) if t in _BRIDGE_TYPE]
+
+
+def _elementwise_kernel(op: str) -> Callable[..., np.ndarray]:
+    def kernel(a: np.ndarray, b: np.ndarray, **attrs: Any) -> np.ndarray:
+        try:
+            extra = {"fmod": int(attrs["fmod"])} if op == "Mod" else {}
+            return elementwise(op, a, b, auto_broadcast=attrs["auto_broadcast"], axis=int(attrs["axis"]), **extra)
+        except BaseException as exc:  # an exception here would abort the process: never let one through
+            error = exc if isinstance(exc, BroadcastError) else BroadcastError(
+                op, str(attrs.get("auto_broadcast", "")), f"kernel failed: {type(exc).__name__}: {exc}",
+                mode_attr="auto_broadcast")
+            record_error(error)
+            logger.error("%s", error)
+            return np.zeros((0,), dtype=np.bool_ if op in COMPARISONS or op in LOGICAL else a.dtype)
+    kernel.__name__ = f"{op}_kernel"
+    return kernel
+
+
+def failure_shape(error_id: int, b_size: int) -> np.ndarray:
+    """A shape no tensor of ``b_size`` elements can take, carrying the error id: [2, id] (or [2, id, 3])."""
+    shape = [ERROR_SHAPE_MARK, error_id]
+    if b_size == ERROR_SHAPE_MARK * error_id:
+        shape.append(3)
+    return np.asarray(shape, dtype=np.int64)
+
+
+def elementwise_check(a_shape: np.ndarray, b_shape: np.ndarray, **attrs: Any) -> np.ndarray:
+    """The guarded check: the shape B takes so that numpy broadcasting applies the rule, or a failure shape."""
+    op = attrs.get("op", "Add")
+    a, b = tuple(int(v) for v in a_shape.tolist()), tuple(int(v) for v in b_shape.tolist())
+    try:
+        rule = canonical_rule(attrs.get("auto_broadcast", "numpy"), op)
+        axis = int(attrs.get("axis", -1))
+        elementwise_shape(a, b, auto_broadcast=rule, axis=axis, op=op)
+        aligned = pdpd_alignment(a, b, axis, op) if rule == "pdpd" else b
+        if 0 in aligned and aligned != b and not int(attrs.get("allowzero", 1)):
+            raise BroadcastError(op, rule, f"a zero-size B {b} aligned to {aligned} needs Reshape with allowzero "
+                                           "(default-domain opset >= 14) in the ORT path", mode_attr="auto_broadcast")
+        return np.asarray(aligned, dtype=np.int64)
+    except BaseException as exc:  # never let an exception reach the bridge: it would abort the process
+        error = exc if isinstance(exc, BroadcastError) else BroadcastError(
+            op, str(attrs.get("auto_broadcast", "")), f"shape check failed: {type(exc).__name__}: {exc}",
+            mode_attr="auto_broadcast")
+        error = error.with_node(attrs.get("node") or None)
+        error_id = record_error(error)
+        if getattr(guarded_run, "active", False):
+            guarded_run.error_id = error_id
+            logger.debug("%s", error)
+        else:
+            logger.error("%s", error)
+        return failure_shape(error_id, int(np.prod(b, dtype=object)) if b else 1)
+
+
+def _declare_elementwise() -> None:
+    for op in ARITHMETIC:
+        attrs = {"auto_broadcast": _STR, "axis": _INT, **({"fmod": _INT} if op == "Mod" else {})}
+        for type_str in elementwise_bridge_types(op):
+            dt = _BRIDGE_TYPE[type_str]
+            out = PyCustomOpDef.dt_bool if op in COMPARISONS or op in LOGICAL else dt
+            opdef = onnx_op(op_type=f"{DOMAIN}::{op}", inputs=[dt, dt], outputs=[out],
+                            attrs=dict(attrs))(_elementwise_kernel(op))
+            state().our_op_ids.add(opdef._nativedef.obj_id)
+    check_attrs = {"op": _STR, "node": _STR, "auto_broadcast": _STR, "axis": _INT, "allowzero": _INT}
+    opdef = onnx_op(op_type=f"{GUARDED_DOMAIN}::{ELEMENTWISE_CHECK}", inputs=[_I64, _I64], outputs=[_I64],
+                    attrs=check_attrs)(elementwise_check)
+    state().our_op_ids.add(opdef._nativedef.obj_id)
+
+
 def register() -> None:
     """Register every op with onnxruntime-extensions, exactly once per process (reload-safe)."""
     st = state()
@@ -140,6 +231,7 @@ def register() -> None:
             _declare(DOMAIN, bridge, guarded=False)
         for bridge in GUARDED_OPS:
             _declare(GUARDED_DOMAIN, bridge, guarded=True)
+        _declare_elementwise()
         st.registered = True
 
 

@@ -1,9 +1,14 @@
 """Rewrite a model's onnx_bcast nodes into the guarded form our ORT kernels run.
 
-Per node: default attributes filled and checked, absent inputs added, list attributes moved into constant
-inputs, shape inputs cast to int64, 16-bit floats cast to float32 around the (pure data-movement) kernel,
-and a guard beside it (a ``Reshape`` of a one-element constant to the kernel's status) that turns a kernel
-failure into a clean ORT error without touching the data.
+Broadcast family, per node: default attributes filled and checked, absent inputs added, list attributes moved
+into constant inputs, shape inputs cast to int64, 16-bit floats cast to float32 around the (pure data-movement)
+kernel, and a guard beside it (a ``Reshape`` of a one-element constant to the kernel's status) that turns a
+kernel failure into a clean ORT error without touching the data.
+
+Elementwise family: the standard op of the same name does the arithmetic (ORT's own, for every type ORT has).
+With static shapes the rule is checked here and B aligned by ``Squeeze``/``Unsqueeze``; otherwise a shape-only
+Python check gives the shape B takes, or a shape it cannot take (carrying the error id) so that the
+``Reshape`` of B fails the run cleanly.
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.broadcast import canonical_mode
 from onnx_bcast.ops.broadcast_v0 import LIKE_V0, V0
 from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec
+from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment, pdpd_axes_plan
 from onnx_bcast.ort_ops import DOMAIN, GUARDED_DOMAIN
 from onnx_bcast.runtime_limits import max_ir_version
 from onnx_bcast.static_facts import StaticFacts
 
 DEFAULT_OPSET = 13
 _CAST_TO_FLOAT = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+_FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
 _INTEGER_TYPES = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64,
                   TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64)
 
@@ -52,11 +59,13 @@ def read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any]
     missing = [name for name, value in attrs.items() if value is None]
     if missing:
         raise BroadcastError(node.op_type, "", f"missing required attribute(s) {missing}", label)
-    if "mode" in attrs:
-        try:
+    try:
+        if "mode" in attrs:
             attrs["mode"] = canonical_mode(attrs["mode"], node.op_type)
-        except BroadcastError as err:
-            raise err.with_node(label) from None
+        if "auto_broadcast" in attrs:
+            attrs["auto_broadcast"] = canonical_rule(attrs["auto_broadcast"], node.op_type)
+    except BroadcastError as err:
+        raise err.with_node(label) from None
     return attrs
 
 
@@ -77,10 +86,13 @@ def _check_inputs(node: NodeProto, spec: OpSpec, label: str) -> list[str]:
 class _Rewriter:
     """Rewrites one node container (graph or function) in place."""
 
-    def __init__(self, names: NameGenerator, types: dict[str, int]) -> None:
+    def __init__(self, names: NameGenerator, types: dict[str, int], opset: int) -> None:
         self.names = names
         self.types = types
+        self.shapes: dict[str, tuple[int | None, ...] | None] = {}
+        self.opset = opset
         self.used_guarded = False
+        self.used_standard = False
 
     def const(self, out: list[NodeProto], hint: str, values: Any) -> str:
         name = self.names(hint)
@@ -108,6 +120,9 @@ class _Rewriter:
         attrs = read_attributes(node, spec, label)
         inputs = _check_inputs(node, spec, label)
         out: list[NodeProto] = []
+        if spec.family == "elementwise":
+            self.rewrite_elementwise(out, node, attrs, inputs, label)
+            return out
         data = inputs[0]
         second, third = self._shape_inputs(out, node.op_type, inputs, attrs, label)
         data_type = self.types.get(data)
@@ -129,6 +144,72 @@ class _Rewriter:
             out.append(helper.make_node("Cast", [raw], [result], name=self.names(f"{label}_cast_back"), to=data_type))
         self.used_guarded = True
         return out
+
+    def static_shape(self, name: str) -> tuple[int, ...] | None:
+        dims = self.shapes.get(name)
+        if dims is None or any(d is None for d in dims):
+            return None
+        return tuple(int(d) for d in dims)
+
+    def rewrite_elementwise(self, out: list[NodeProto], node: NodeProto, attrs: dict[str, Any], inputs: list[str],
+                            label: str) -> None:
+        """The standard op on A and B aligned for numpy broadcasting, checked statically or by the guarded check."""
+        op, rule, axis = node.op_type, attrs["auto_broadcast"], int(attrs["axis"])
+        a, b = inputs
+        std_attrs = {"fmod": int(attrs["fmod"])} if op == "Mod" else {}
+        if op == "Mod" and not std_attrs["fmod"] and self.types.get(a) in _FLOAT_TYPES:
+            raise BroadcastError(op, rule, "Mod of floating-point inputs needs fmod=1", label,
+                                 mode_attr="auto_broadcast")
+        a_shape, b_shape = self.static_shape(a), self.static_shape(b)
+        if a_shape is not None and b_shape is not None:
+            try:
+                elementwise_shape(a_shape, b_shape, auto_broadcast=rule, axis=axis, op=op)
+            except BroadcastError as err:
+                raise err.with_node(label) from None
+            if rule == "pdpd":
+                b = self._pdpd_static(out, b, a_shape, b_shape, axis, label)
+        else:
+            b = self._checked(out, op, a, b, rule, axis, label)
+        out.append(helper.make_node(op, [a, b], [node.output[0]], name=self.names(label), **std_attrs))
+        self.used_standard = True
+
+    def _pdpd_static(self, out: list[NodeProto], b: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...],
+                     axis: int, label: str) -> str:
+        aligned = pdpd_alignment(a_shape, b_shape, axis)
+        if aligned[len(aligned) - len(b_shape):] == b_shape and set(aligned[:len(aligned) - len(b_shape)]) <= {1}:
+            return b  # numpy's right alignment already is the pdpd one
+        squeeze, unsqueeze = pdpd_axes_plan(len(a_shape), len(b_shape), axis)
+        if squeeze:
+            b = self._axes_op(out, "Squeeze", b, squeeze, label)
+        if unsqueeze:
+            b = self._axes_op(out, "Unsqueeze", b, unsqueeze, label)
+        return b
+
+    def _axes_op(self, out: list[NodeProto], op_type: str, x: str, axes: tuple[int, ...], label: str) -> str:
+        result = self.names(f"{label}_b_{op_type.lower()}")
+        if self.opset < 13:
+            out.append(helper.make_node(op_type, [x], [result], name=self.names(f"{result}_op"), axes=list(axes)))
+        else:
+            axes_name = self.const(out, f"{label}_{op_type.lower()}_axes", list(axes))
+            out.append(helper.make_node(op_type, [x, axes_name], [result], name=self.names(f"{result}_op")))
+        return result
+
+    def _checked(self, out: list[NodeProto], op: str, a: str, b: str, rule: str, axis: int, label: str) -> str:
+        shapes = []
+        for operand in (a, b):
+            shape = self.names(f"{label}_{operand}_shape")
+            out.append(helper.make_node("Shape", [operand], [shape], name=self.names(f"{shape}_op")))
+            shapes.append(shape)
+        aligned = self.names(f"{label}_b_aligned_shape")
+        allowzero = int(self.opset >= 14)
+        out.append(helper.make_node(schemas.ELEMENTWISE_CHECK, shapes, [aligned], name=self.names(f"{label}_check"),
+                                    domain=GUARDED_DOMAIN, op=op, node=label, auto_broadcast=rule, axis=axis,
+                                    allowzero=allowzero))
+        result = self.names(f"{label}_b_aligned")
+        extra = {"allowzero": 1} if allowzero else {}
+        out.append(helper.make_node("Reshape", [b, aligned], [result], name=self.names(f"{result}_op"), **extra))
+        self.used_guarded = True
+        return result
 
     def _cast(self, out: list[NodeProto], name: str, to: int, label: str) -> str:
         cast = self.names(f"{label}_{name}_f32")
@@ -204,13 +285,18 @@ def prepare(model: ModelProto) -> ModelProto:
     if any(n.domain == DOMAIN for f in prepared.functions for n in f.node):
         # a function's values are typed per call site; inlined (as ORT does anyway) our nodes get their types
         prepared = onnx.inliner.inline_local_functions(prepared)
-    graph_types = StaticFacts(prepared, raise_broadcast_errors=True).types
-    rewriter = _Rewriter(NameGenerator(prepared), graph_types)
+    facts = StaticFacts(prepared, raise_broadcast_errors=True)
+    opset = opset_version(list(prepared.opset_import), "") or DEFAULT_OPSET
+    rewriter = _Rewriter(NameGenerator(prepared), facts.types, opset)
     # children first: rewriting a graph copies its nodes, and with them the subgraphs they hold
     for container, _ in reversed(list(all_node_lists(prepared))):
         # a function's values are typed per call site: nothing is known about them here
-        rewriter.types = graph_types if _in_main_graph(prepared, container) else {}
+        in_graph = _in_main_graph(prepared, container)
+        rewriter.types = facts.types if in_graph else {}
+        rewriter.shapes = facts.shapes if in_graph else {}
         rewriter.rewrite_container(container)
+    if rewriter.used_standard:
+        _ensure_opset(prepared.opset_import, "", DEFAULT_OPSET)
     if rewriter.used_guarded:
         _ensure_opset(prepared.opset_import, GUARDED_DOMAIN, schemas.VERSION)
         _ensure_opset(prepared.opset_import, "", DEFAULT_OPSET)

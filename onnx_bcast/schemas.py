@@ -113,6 +113,35 @@ def register() -> None:
     for spec in OP_SPECS:
         if not onnx.defs.has(spec.name, DOMAIN):
             onnx.defs.register_schema(_schema(spec, DOMAIN, guarded=False))
-        if spec.name != "Expand" and not onnx.defs.has(spec.name, GUARDED_DOMAIN):
+        has_guarded_form = spec.family == "broadcast" and spec.name != "Expand"
+        if has_guarded_form and not onnx.defs.has(spec.name, GUARDED_DOMAIN):
             onnx.defs.register_schema(_schema(spec, GUARDED_DOMAIN, guarded=True))
+    if not onnx.defs.has(ELEMENTWISE_CHECK, GUARDED_DOMAIN):
+        onnx.defs.register_schema(_elementwise_check_schema())
+
+
+ELEMENTWISE_CHECK = "ElementwiseCheck"
+
+
+def _elementwise_check_schema() -> OpSchema:
+    """The guarded shape check of an elementwise op: both shapes in, the shape B must be reshaped to out."""
+    i64 = "tensor(int64)"
+    schema = OpSchema(
+        ELEMENTWISE_CHECK, GUARDED_DOMAIN, VERSION,
+        "Validates A's and B's shapes under auto_broadcast; outputs the shape B takes for numpy broadcasting, or "
+        "[2, error id] (a shape B cannot take) on failure.",
+        inputs=[OpSchema.FormalParameter("a_shape", i64, "Shape(A)"),
+                OpSchema.FormalParameter("b_shape", i64, "Shape(B)")],
+        outputs=[OpSchema.FormalParameter("b_aligned_shape", i64, "the shape for Reshape(B, ...)")],
+        attributes=[OpSchema.Attribute(name, kind, "", required=False) for name, kind in (
+            ("op", OpSchema.AttrType.STRING), ("node", OpSchema.AttrType.STRING),
+            ("auto_broadcast", OpSchema.AttrType.STRING), ("axis", OpSchema.AttrType.INT),
+            ("allowzero", OpSchema.AttrType.INT))],
+    )
+
+    def infer(ctx: Any) -> None:
+        ctx.set_output_type(0, helper.make_tensor_type_proto(onnx.TensorProto.INT64, [None]))
+
+    schema.set_type_and_shape_inference_function(infer)
+    return schema
 

@@ -14,7 +14,8 @@ from onnx_bcast import ort_ops, schemas
 from onnx_bcast.prepare import prepare
 from onnx_bcast.process_state import take_error
 
-_FAILURE = re.compile(r"requested shape:\{" + str(ort_ops.ERROR_SHAPE_MARK) + r",(\d+)\}")
+# the guard's or the elementwise check's failure shape: [2, error id] or [2, error id, 3]
+_FAILURE = re.compile(r"requested shape:\{" + str(ort_ops.ERROR_SHAPE_MARK) + r",(\d+)(?:,\d+)?\}")
 
 
 def session_options(options: ort.SessionOptions | None = None) -> ort.SessionOptions:

@@ -64,6 +64,8 @@ class OpSpec:
     static_shape: Callable[[list[Shape | None], list[np.ndarray | None], dict[str, Any]], Shape | None]
     # the 'mode' shown in error messages, from the attributes
     mode_of: Callable[[dict[str, Any]], str] = field(default=lambda attrs: "")
+    mode_attr: str = "mode"  # the attribute that holds the broadcast rule
+    family: str = "broadcast"  # "broadcast" (a Python kernel moves the data) or "elementwise" (a standard op does)
 
     def defaults(self) -> dict[str, Any]:
         """The attributes a node without any would have."""

@@ -1,4 +1,4 @@
-"""Elementwise ops with none/numpy/pdpd auto-broadcast: shape rule and numpy kernels (ORT and converter: to do)."""
+"""Elementwise ops with none/numpy/pdpd auto-broadcast: shape rule, numpy kernels and op specs."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import onnx
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
-from onnx_bcast.ops.common import Shape, as_array
+from onnx_bcast.memory_guard import check_output_size
+from onnx_bcast.ops.common import Attr, Input, OpSpec, Shape, as_array
 
 RULES = ("none", "numpy", "pdpd")
 _ALIASES = {"explicit": "none"}
@@ -110,13 +112,17 @@ ARITHMETIC: dict[str, Callable[..., np.ndarray]] = {
 
 
 def elementwise(op_type: str, a: Any, b: Any, *, auto_broadcast: str = "numpy", axis: int = -1,
-                **attrs: Any) -> np.ndarray:
+                max_output_bytes: int | None = None, **attrs: Any) -> np.ndarray:
     """The numpy kernel of an elementwise op under ``auto_broadcast`` (ONNX arithmetic, e.g. ``Div`` truncates)."""
     if op_type not in ARITHMETIC:
         raise BroadcastError(op_type, "", f"is not an elementwise op of onnx_bcast (known: {', '.join(ARITHMETIC)})")
     a, b = as_array(a), as_array(b)
     rule = canonical_rule(auto_broadcast, op_type)
+    if a.dtype != b.dtype:
+        raise _fail(op_type, rule, f"A and B must have one element type, got {a.dtype} and {b.dtype}", a.shape,
+                    b.shape)
     out_shape = elementwise_shape(a.shape, b.shape, auto_broadcast=rule, axis=axis, op=op_type)
+    check_output_size(op_type, rule, out_shape, a.dtype, max_output_bytes, mode_attr="auto_broadcast")
     if rule == "pdpd":
         b = b.reshape(pdpd_alignment(a.shape, b.shape, int(axis), op_type))
     try:
@@ -125,3 +131,69 @@ def elementwise(op_type: str, a: Any, b: Any, *, auto_broadcast: str = "numpy", 
     except ValueError as err:
         raise BroadcastError(op_type, rule, str(err), mode_attr="auto_broadcast") from None
     return np.asarray(out).reshape(out_shape) if np.shape(out) != out_shape else np.asarray(out)
+
+
+def pdpd_axes_plan(rank_a: int, rank_b: int, axis: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """How ``Squeeze`` then ``Unsqueeze`` align B for pdpd when only the ranks are known.
+
+    Returns (B's trailing axes to squeeze, the axes to unsqueeze afterwards). The squeezed axes are those that
+    stick out past A's last axis; a valid B has size 1 there (trailing 1s are ignored by the rule).
+    """
+    start = rank_a - rank_b if axis == -1 else axis
+    excess = max(0, start + rank_b - rank_a)
+    squeeze = tuple(range(rank_b - excess, rank_b))
+    kept = rank_b - excess
+    unsqueeze = tuple(range(start)) + tuple(range(start + kept, rank_a))
+    return squeeze, unsqueeze
+
+
+COMPARISONS = ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual")
+LOGICAL = ("And", "Or", "Xor")
+STANDARD_OPSET = 26  # the newest default-domain opset ONNX Runtime 1.31 accepts: its type lists are ours
+
+
+def standard_types(op: str) -> tuple[str, ...]:
+    """The input types of the standard ONNX op of the same name (its ``T``)."""
+    schema = onnx.defs.get_schema(op, STANDARD_OPSET)
+    return tuple(next(c.allowed_type_strs for c in schema.type_constraints if c.type_param_str == "T"))
+
+
+def _kernel(op: str) -> Callable[[list[np.ndarray | None], dict[str, Any]], np.ndarray]:
+    def run(inputs: list[np.ndarray | None], attrs: dict[str, Any]) -> np.ndarray:
+        extra = {"fmod": int(attrs["fmod"])} if "fmod" in attrs else {}
+        return elementwise(op, inputs[0], inputs[1], auto_broadcast=attrs["auto_broadcast"], axis=int(attrs["axis"]),
+                           **extra)
+    return run
+
+
+def _static_shape(op: str) -> Callable[..., Shape | None]:
+    def infer(shapes: list[Shape | None], values: list[np.ndarray | None], attrs: dict[str, Any]) -> Shape | None:
+        if len(shapes) < 2 or shapes[0] is None or shapes[1] is None:
+            return None
+        return elementwise_shape(shapes[0], shapes[1], auto_broadcast=attrs["auto_broadcast"],
+                                 axis=int(attrs["axis"]), op=op)
+    return infer
+
+
+def _spec(op: str) -> OpSpec:
+    attrs = [Attr("auto_broadcast", "string", "numpy", "none (explicit), numpy or pdpd"),
+             Attr("axis", "int", -1, "pdpd: the axis of A that B's first axis meets; -1 aligns B to the right")]
+    if op == "Mod":
+        attrs.append(Attr("fmod", "int", 0, "as ONNX Mod: 1 for C fmod (sign of the dividend)"))
+    boolean_out = op in COMPARISONS or op in LOGICAL
+    return OpSpec(
+        name=op,
+        doc=f"The standard ONNX {op} with an OpenVINO/PaddlePaddle auto_broadcast rule.",
+        inputs=(Input("A", "T", doc="the first operand"), Input("B", "T", doc="the second operand")),
+        attrs=tuple(attrs),
+        type_constraints=(("T", standard_types(op)),) + ((("T1", ("tensor(bool)",)),) if boolean_out else ()),
+        output_type_param="T1" if boolean_out else "T",
+        kernel=_kernel(op),
+        static_shape=_static_shape(op),
+        mode_of=lambda attrs: str(attrs.get("auto_broadcast", "numpy")),
+        mode_attr="auto_broadcast",
+        family="elementwise",
+    )
+
+
+SPECS = tuple(_spec(op) for op in ARITHMETIC)
