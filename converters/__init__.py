@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from onnx_bcast.converters import broadcast_explicit, broadcast_to_target, broadcast_v0
+from onnx_bcast.converters import broadcast_explicit, broadcast_to_target, broadcast_v0, elementwise
 
-RULES = {(rule.op, rule.mode): rule for module in (broadcast_to_target, broadcast_explicit, broadcast_v0)
+RULES = {(rule.op, rule.mode): rule for module in (broadcast_to_target, broadcast_explicit, broadcast_v0, elementwise)
          for rule in module.RULES}
 
 

@@ -86,6 +86,16 @@ class Emitter:
             return self._node("Unsqueeze", [x], output, axes=axes)
         return self._node("Unsqueeze", [x, self.const_i64(axes, "axes")], output)
 
+    def squeeze(self, x: str, axes: Sequence[int], output: str | None = None) -> str:
+        axes = sorted(int(a) for a in axes)
+        if self.opset < 13:
+            return self._node("Squeeze", [x], output, axes=axes)
+        return self._node("Squeeze", [x, self.const_i64(axes, "squeeze_axes")], output)
+
+    def standard(self, op_type: str, inputs: Sequence[str], output: str | None = None, **attrs) -> str:
+        """A standard op that needs no opset-dependent form (``Add``, ``Mod``, ``Equal``, ...)."""
+        return self._node(op_type, inputs, output, **attrs)
+
     def reshape(self, x: str, shape: str, output: str | None = None, may_hold_zero: bool = True) -> str:
         self.require(5, "Reshape with a shape input")
         if may_hold_zero and self.opset >= 14:

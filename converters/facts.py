@@ -26,7 +26,8 @@ class NodeFacts:
 
     @property
     def mode(self) -> str:
-        return str(self.attrs.get("mode", ""))
+        """The broadcast rule: ``mode`` of the broadcasts, ``auto_broadcast`` of the elementwise ops."""
+        return str(self.attrs.get("mode", self.attrs.get("auto_broadcast", "")))
 
     def static_shape(self, i: int) -> tuple[int, ...] | None:
         """Input ``i``'s shape when every dim is known."""

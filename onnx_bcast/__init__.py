@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from onnx_bcast.convert import convert
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops.broadcast import broadcast, broadcast_shape, expand
 from onnx_bcast.ops.broadcast_v0 import broadcast_like_v0, broadcast_v0
@@ -19,6 +20,7 @@ __all__ = [
     "DOMAIN",
     "BroadcastError",
     "InferenceSession",
+    "convert",
     "broadcast",
     "broadcast_like_v0",
     "broadcast_shape",

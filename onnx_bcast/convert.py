@@ -33,8 +33,12 @@ class ConversionReport:
     rewritten: Counter = field(default_factory=Counter)
 
     def lines(self) -> list[str]:
-        """One line per op type and mode, e.g. ``Broadcast(mode=explicit): 2 rewritten``."""
-        return [f"{op}{f'(mode={mode})' if mode else ''}: {count} rewritten"
+        """One line per op type and rule, e.g. ``Broadcast(mode=explicit): 2 rewritten``."""
+        def label(op: str) -> str:
+            spec = SPEC_BY_NAME.get(op)
+            return spec.mode_attr if spec is not None else "mode"
+
+        return [f"{op}{f'({label(op)}={mode})' if mode else ''}: {count} rewritten"
                 for (op, mode), count in sorted(self.rewritten.items())]
 
 
