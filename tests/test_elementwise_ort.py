@@ -1,0 +1,215 @@
+"""Elementwise ops through ONNX Runtime: every op x rule x representative dtypes, and the full dtype matrix.
+
+The expected value of every case is the standard ONNX op run by plain ORT on inputs that the test itself
+pre-broadcasts (B reshaped to the shape written in ``SHAPES``), so the arithmetic is ORT's by construction.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+from onnx.helper import np_dtype_to_tensor_dtype
+
+import onnx_bcast
+from onnx_bcast.ops.elementwise import standard_types
+from onnx_bcast.ort_ops import elementwise_bridge_types
+from tests.elementwise_util import (
+    ALL_OPS,
+    COMPARISON_OPS,
+    LOGICAL_OPS,
+    SHAPES,
+    dynamic,
+    elementwise_model,
+    op_attrs,
+    output_type,
+    standard_result,
+    standard_session,
+    values,
+)
+
+CANDIDATE_DTYPES = (np.float32, np.float64, np.int32, np.int64, np.int8, np.uint8, np.bool_)
+
+
+def representative_dtypes(op: str) -> list[np.dtype]:
+    """The candidate dtypes the standard op accepts and ORT's CPU provider runs."""
+    allowed = set(standard_types(op))
+    picked = []
+    for dtype in map(np.dtype, CANDIDATE_DTYPES):
+        elem = np_dtype_to_tensor_dtype(dtype)
+        type_str = f"tensor({helper.tensor_dtype_to_string(elem).removeprefix('TensorProto.').lower()})"
+        type_str = {"tensor(float32)": "tensor(float)", "tensor(float64)": "tensor(double)"}.get(type_str, type_str)
+        if type_str in allowed and standard_session(op, elem, 1, 1, **op_attrs(op, dtype)) is not None:
+            picked.append(dtype)
+    return picked
+
+
+CASES = [(op, rule, dtype) for op in ALL_OPS for rule in SHAPES for dtype in representative_dtypes(op)]
+
+
+def test_every_op_has_representative_dtypes() -> None:
+    for op in ALL_OPS:
+        dtypes = representative_dtypes(op)
+        expected_min = 1 if op in LOGICAL_OPS else 3
+        assert len(dtypes) >= expected_min, (op, dtypes)
+
+
+@pytest.mark.parametrize(("op", "rule", "dtype"), CASES, ids=[f"{o}-{r}-{d.name}" for o, r, d in CASES])
+def test_kernel_and_ort_paths_equal_the_standard_op(op: str, rule: str, dtype: np.dtype) -> None:
+    a_shape, b_shape, axis, aligned = SHAPES[rule]
+    rng = np.random.default_rng(abs(hash((op, rule, dtype.name))) % 2**32)
+    a, b = values(op, a_shape, dtype, rng, "A"), values(op, b_shape, dtype, rng, "B")
+    attrs = op_attrs(op, dtype)
+    expected = standard_result(op, a, b.reshape(aligned), **attrs)
+    assert expected.dtype == output_type(op, dtype)
+    elem = np_dtype_to_tensor_dtype(dtype)
+    feeds = {"A": a, "B": b}
+
+    results = {"kernel": onnx_bcast.elementwise(op, a, b, auto_broadcast=rule, axis=axis, **attrs)}
+    static = elementwise_model(op, rule, axis, list(a_shape), list(b_shape), elem, **attrs)
+    results["session, static shapes"] = onnx_bcast.InferenceSession(static).run(None, feeds)[0]
+    runtime = elementwise_model(op, rule, axis, dynamic(a_shape, "a"), dynamic(b_shape, "b"), elem, **attrs)
+    session = onnx_bcast.InferenceSession(runtime)
+    assert any(n.op_type == "ElementwiseCheck" for n in session.prepared_model.graph.node)
+    results["session, run-time shapes"] = session.run(None, feeds)[0]
+    plain = ort.InferenceSession(static.SerializeToString(), onnx_bcast.session_options(),
+                                 providers=["CPUExecutionProvider"])
+    results["plain ORT, public op"] = plain.run(None, feeds)[0]
+    for path, got in results.items():
+        assert got.dtype == expected.dtype, path
+        np.testing.assert_array_equal(got, expected, err_msg=path)
+
+
+# --- every type the standard op accepts ---------------------------------------------------------------------
+
+def _numpy_dtype(type_str: str) -> np.dtype | None:
+    name = type_str[len("tensor("):-1]
+    if name == "bfloat16":
+        return None  # numpy has no bfloat16: the matrix feeds float32 and casts inside the graph
+    if name == "string":
+        return np.dtype(object)
+    return np.dtype({"float": "float32", "double": "float64"}.get(name, name))
+
+
+def _matrix_model(op: str, type_str: str, ours: bool, a_dims: list, b_dims: list, **attrs) -> tuple:
+    """A model computing ``op`` on ``type_str`` (bfloat16 through Casts from float32 inputs)."""
+    name = type_str[len("tensor("):-1]
+    elem = getattr(TensorProto, {"float": "FLOAT", "double": "DOUBLE"}.get(name, name.upper()))
+    feed_elem = TensorProto.FLOAT if elem == TensorProto.BFLOAT16 else elem
+    nodes, a, b = [], "A", "B"
+    if feed_elem != elem:
+        nodes += [helper.make_node("Cast", ["A"], ["A16"], to=elem), helper.make_node("Cast", ["B"], ["B16"], to=elem)]
+        a, b = "A16", "B16"
+    rule_attrs = {"auto_broadcast": "pdpd", "axis": 1} if ours else {}
+    nodes.append(helper.make_node(op, [a, b], ["C0"], domain="onnx_bcast" if ours else "", **rule_attrs, **attrs))
+    boolean = op in COMPARISON_OPS or op in LOGICAL_OPS
+    out_elem = TensorProto.BOOL if boolean else feed_elem
+    if not boolean and feed_elem != elem:
+        nodes.append(helper.make_node("Cast", ["C0"], ["C"], to=TensorProto.FLOAT))
+    else:
+        nodes.append(helper.make_node("Identity", ["C0"], ["C"]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("A", feed_elem, a_dims),
+                                           helper.make_tensor_value_info("B", feed_elem, b_dims)],
+                              [helper.make_tensor_value_info("C", out_elem, None)])
+    opsets = [helper.make_opsetid("", 19)] + ([helper.make_opsetid("onnx_bcast", 1)] if ours else [])
+    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+
+MATRIX = [(op, t) for op in ALL_OPS for t in standard_types(op)]
+
+
+@pytest.mark.parametrize(("op", "type_str"), MATRIX, ids=[f"{o}-{t[7:-1]}" for o, t in MATRIX])
+def test_every_standard_type_runs_exactly_where_plain_ort_runs_the_standard_op(op: str, type_str: str) -> None:
+    """Ours runs (with equal results) for every type ORT's standard op runs, and fails where ORT's fails."""
+    dtype = _numpy_dtype(type_str)
+    feed_dtype = np.dtype(np.float32) if dtype is None else dtype
+    attrs = op_attrs(op, feed_dtype if dtype is not None else np.dtype(np.float32))
+    rng = np.random.default_rng(7)
+    a_shape, b_shape, aligned = (2, 3, 4), (3,), (1, 3, 1)
+    if feed_dtype.kind == "O":
+        a = rng.choice(np.array(["x", "y", "zz"], dtype=object), size=a_shape)
+        b = rng.choice(np.array(["x", "y", "zz"], dtype=object), size=b_shape)
+    else:
+        a, b = values(op, a_shape, feed_dtype, rng, "A"), values(op, b_shape, feed_dtype, rng, "B")
+    standard = _matrix_model(op, type_str, False, [None] * 3, [None] * 3, **attrs)
+    try:
+        plain = ort.InferenceSession(standard.SerializeToString(), providers=["CPUExecutionProvider"])
+    except Exception:
+        plain = None
+    ours_model = _matrix_model(op, type_str, True, ["a0", "a1", "a2"], ["b0"], **attrs)
+    if plain is None:  # ORT has no CPU kernel of the standard op for this type: neither have we
+        with pytest.raises(Exception, match="NOT_IMPLEMENTED|Could not find an implementation"):
+            onnx_bcast.InferenceSession(ours_model)
+        return
+    b_full = np.ascontiguousarray(np.broadcast_to(b.reshape(aligned), a_shape))
+    expected = plain.run(None, {"A": a, "B": b_full})[0]
+    got = onnx_bcast.InferenceSession(ours_model).run(None, {"A": a, "B": b})[0]
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_bridge_registers_the_plain_ort_form_for_every_numeric_standard_type() -> None:
+    for op in ALL_OPS:
+        carried = set(elementwise_bridge_types(op))
+        missing = set(standard_types(op)) - carried
+        assert missing <= {"tensor(float16)", "tensor(bfloat16)", "tensor(string)"}, (op, missing)
+
+
+# --- invalid run-time shapes ----------------------------------------------------------------------------------
+
+_INVALID_SCRIPT = textwrap.dedent("""
+    import json, logging
+    import numpy as np, onnxruntime as ort
+    from onnx import TensorProto
+    import onnx_bcast
+    from tests.elementwise_util import elementwise_model
+    logging.disable(logging.CRITICAL)
+    cases = [  # rule, axis, A, B (invalid), B (valid)
+        ("none", -1, (2, 3), (3,), (2, 3)),
+        ("numpy", -1, (2, 3), (4,), (3,)),
+        ("pdpd", 1, (2, 3, 4), (4,), (3,)),
+        ("pdpd", -1, (2, 3), (1, 2, 3), (3,)),
+        ("pdpd", 0, (2, 3), (3,), (2,)),
+    ]
+    report = []
+    for rule, axis, a_shape, bad, good in cases:
+        model = elementwise_model("Sub", rule, axis, [f"a{i}" for i in range(len(a_shape))], None, TensorProto.FLOAT)
+        session = onnx_bcast.InferenceSession(model)
+        a = np.arange(np.prod(a_shape), dtype=np.float32).reshape(a_shape)
+        for _ in range(3):
+            try:
+                session.run(None, {"A": a, "B": np.ones(bad, np.float32)})
+                report.append([rule, "no error"])
+            except onnx_bcast.BroadcastError as err:
+                report.append([rule, str(err)])
+            out = session.run(None, {"A": a, "B": np.ones(good, np.float32)})[0]
+            report.append([rule, "valid ok" if out.shape == a_shape or rule == "numpy" else "valid wrong"])
+        plain = ort.InferenceSession(model.SerializeToString(), onnx_bcast.session_options(),
+                                     providers=["CPUExecutionProvider"])
+        try:
+            got = plain.run(None, {"A": a, "B": np.ones(bad, np.float32)})[0]
+            report.append([rule, f"plain shape {list(got.shape)}"])
+        except Exception as err:
+            report.append([rule, f"plain error {type(err).__name__}"])
+    print(json.dumps(report))
+""")
+
+
+def test_invalid_runtime_shapes_raise_broadcast_error_and_the_session_survives() -> None:
+    proc = subprocess.run([sys.executable, "-c", _INVALID_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    errors = [msg for rule, msg in report if not msg.startswith(("valid", "plain"))]
+    assert len(errors) == 15
+    for msg in errors:
+        assert msg.startswith("Sub(auto_broadcast="), msg
+        assert "node 'sub_node'" in msg and "A (" in msg and "B (" in msg, msg
+    assert all(msg == "valid ok" for _, msg in report if msg.startswith("valid"))
+    # the plain-ORT public form cannot raise (the bridge would abort): it logs and returns an empty tensor
+    assert [msg for _, msg in report if msg.startswith("plain")] == ["plain shape [0]"] * 5
