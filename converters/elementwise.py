@@ -5,6 +5,9 @@
   time the standard op's numpy broadcasting is what checks them (it accepts more than ``none`` would).
 * ``pdpd``: B's axes past A's end (size 1 in a valid B) squeezed, then 1s unsqueezed before ``axis`` and after
   B's end, so numpy broadcasting meets B at ``axis``; needs A's and B's ranks, not their dims.
+
+Before opset 12, ``LessOrEqual``/``GreaterOrEqual`` are written ``Or(Less, Equal)``; a type the standard op
+only takes at a later opset is refused with that opset named.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from onnx_bcast.converters.emit import Emitter
 from onnx_bcast.converters.facts import NodeFacts
 
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.ops.elementwise import ARITHMETIC, pdpd_axes_plan
+from onnx_bcast.ops.elementwise import ARITHMETIC, pdpd_axes_plan, standard_form
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
 
 _FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
@@ -35,8 +38,17 @@ class ElementwiseRule:
         attrs = {"fmod": int(facts.attrs["fmod"])} if self.op == "Mod" else {}
         if self.op == "Mod" and not attrs["fmod"] and facts.types[0] in _FLOAT_TYPES:
             raise self._fail(facts, "Mod of floating-point inputs needs fmod=1")
+        try:
+            form = standard_form(self.op, emit.opset, facts.types[0])
+        except ValueError as err:
+            raise self._fail(facts, str(err)) from None
         if self.mode == "pdpd":
             b = self._align_pdpd(emit, facts, b)
+        if form == "or_strict_equal":  # LessOrEqual/GreaterOrEqual before opset 12
+            strict = emit.standard("Less" if self.op == "LessOrEqual" else "Greater", [a, b])
+            equal = emit.standard("Equal", [a, b])
+            emit.standard("Or", [strict, equal], facts.output)
+            return
         emit.standard(self.op, [a, b], facts.output, **attrs)
 
     def _align_pdpd(self, emit: Emitter, facts: NodeFacts, b: str) -> str:

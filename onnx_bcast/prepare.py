@@ -27,7 +27,13 @@ from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.broadcast import canonical_mode
 from onnx_bcast.ops.broadcast_v0 import LIKE_V0, V0
 from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec
-from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment, pdpd_axes_plan
+from onnx_bcast.ops.elementwise import (
+    canonical_rule,
+    elementwise_shape,
+    pdpd_alignment,
+    pdpd_axes_plan,
+    standard_form,
+)
 from onnx_bcast.ort_ops import DOMAIN, GUARDED_DOMAIN
 from onnx_bcast.runtime_limits import max_ir_version
 from onnx_bcast.static_facts import StaticFacts
@@ -160,6 +166,10 @@ class _Rewriter:
         if op == "Mod" and not std_attrs["fmod"] and self.types.get(a) in _FLOAT_TYPES:
             raise BroadcastError(op, rule, "Mod of floating-point inputs needs fmod=1", label,
                                  mode_attr="auto_broadcast")
+        try:
+            form = standard_form(op, self.opset, self.types.get(a))
+        except ValueError as err:
+            raise BroadcastError(op, rule, str(err), label, mode_attr="auto_broadcast") from None
         a_shape, b_shape = self.static_shape(a), self.static_shape(b)
         if a_shape is not None and b_shape is not None:
             try:
@@ -170,7 +180,14 @@ class _Rewriter:
                 b = self._pdpd_static(out, b, a_shape, b_shape, axis, label)
         else:
             b = self._checked(out, op, a, b, rule, axis, label)
-        out.append(helper.make_node(op, [a, b], [node.output[0]], name=self.names(label), **std_attrs))
+        if form == "or_strict_equal":  # LessOrEqual/GreaterOrEqual before opset 12
+            strict, equal = self.names(f"{label}_strict"), self.names(f"{label}_equal")
+            out.append(helper.make_node("Less" if op == "LessOrEqual" else "Greater", [a, b], [strict],
+                                        name=self.names(f"{strict}_op")))
+            out.append(helper.make_node("Equal", [a, b], [equal], name=self.names(f"{equal}_op")))
+            out.append(helper.make_node("Or", [strict, equal], [node.output[0]], name=self.names(label)))
+        else:
+            out.append(helper.make_node(op, [a, b], [node.output[0]], name=self.names(label), **std_attrs))
         self.used_standard = True
 
     def _pdpd_static(self, out: list[NodeProto], b: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...],

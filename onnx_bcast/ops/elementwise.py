@@ -158,6 +158,36 @@ def standard_types(op: str) -> tuple[str, ...]:
     return tuple(next(c.allowed_type_strs for c in schema.type_constraints if c.type_param_str == "T"))
 
 
+def _type_string(elem: int) -> str:
+    return f"tensor({onnx.TensorProto.DataType.Name(elem).lower()})"
+
+
+def standard_accepts(op: str, opset: int, elem: int) -> bool:
+    """Whether the standard op, as of default-domain ``opset``, takes inputs of ONNX element type ``elem``."""
+    try:
+        schema = onnx.defs.get_schema(op, opset)
+    except onnx.defs.SchemaError:
+        return False
+    first = schema.inputs[0].type_str
+    allowed = next((c.allowed_type_strs for c in schema.type_constraints if c.type_param_str == first), ())
+    return _type_string(elem) in allowed
+
+
+def standard_form(op: str, opset: int, elem: int | None) -> str:
+    """How the standard op is written at ``opset``: ``"direct"`` or ``"or_strict_equal"`` (``A<B or A==B``).
+
+    Raises ``ValueError`` naming the opset needed when neither form exists for ``elem`` at ``opset``.
+    """
+    if elem is None or standard_accepts(op, opset, elem):
+        return "direct"
+    strict = {"LessOrEqual": "Less", "GreaterOrEqual": "Greater"}.get(op)
+    if strict and standard_accepts(strict, opset, elem) and standard_accepts("Equal", opset, elem):
+        return "or_strict_equal"  # exact, NaN included: both parts are false for NaN
+    since = next((v for v in range(opset + 1, STANDARD_OPSET + 1) if standard_accepts(op, v, elem)), None)
+    need = f"default-domain opset >= {since}" if since else "a newer ONNX"
+    raise ValueError(f"standard {op} of {_type_string(elem)} needs {need}; the model uses opset {opset}")
+
+
 def _kernel(op: str) -> Callable[[list[np.ndarray | None], dict[str, Any]], np.ndarray]:
     def run(inputs: list[np.ndarray | None], attrs: dict[str, Any]) -> np.ndarray:
         extra = {"fmod": int(attrs["fmod"])} if "fmod" in attrs else {}

@@ -1,0 +1,174 @@
+"""Converting elementwise ops: a model with every op in every rule becomes standard ONNX with identical outputs."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+import onnx_bcast
+from onnx_bcast.convert import convert_with_report
+from tests.elementwise_util import ALL_OPS, COMPARISON_OPS, LOGICAL_OPS, elementwise_model, values
+
+A_SHAPE = (2, 3, 4, 5)
+B_SHAPES = {"none": ((2, 3, 4, 5), -1), "numpy": ((4, 1), -1), "pdpd": ((3, 4), 1)}
+OPERAND = {"float": (TensorProto.FLOAT, np.float32), "int": (TensorProto.INT32, np.int32),
+           "bool": (TensorProto.BOOL, np.bool_)}
+
+
+def _kind(op: str) -> str:
+    if op in LOGICAL_OPS:
+        return "bool"
+    return "int" if op in ("Mod", "Div") else "float"  # integer Div truncates, Mod fmod=0 is integer-only
+
+
+def every_op_model(opset: int, static: bool) -> onnx.ModelProto:
+    """Every elementwise op under every rule, 48 nodes reading shared graph inputs."""
+    nodes, inputs, outputs = [], [], []
+    for kind, (elem, _) in OPERAND.items():
+        dims = list(A_SHAPE) if static else ["n", "c", "h", "w"]
+        inputs.append(helper.make_tensor_value_info(f"A_{kind}", elem, dims))
+        for rule, (b_shape, _) in B_SHAPES.items():
+            b_dims = list(b_shape) if static else [f"{rule}{i}" for i in range(len(b_shape))]
+            inputs.append(helper.make_tensor_value_info(f"B_{rule}_{kind}", elem, b_dims))
+    for op in ALL_OPS:
+        kind = _kind(op)
+        for rule, (_, axis) in B_SHAPES.items():
+            out = f"{op}_{rule}"
+            extra = {"fmod": 0} if op == "Mod" else {}
+            nodes.append(helper.make_node(op, [f"A_{kind}", f"B_{rule}_{kind}"], [out], domain="onnx_bcast",
+                                          name=f"{op}_{rule}_node", auto_broadcast=rule, axis=axis, **extra))
+            boolean = op in COMPARISON_OPS or op in LOGICAL_OPS
+            outputs.append(helper.make_tensor_value_info(out, TensorProto.BOOL if boolean else OPERAND[kind][0],
+                                                         [None] * len(A_SHAPE)))
+    graph = helper.make_graph(nodes, "every_elementwise_op", inputs, outputs)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
+                                                   helper.make_opsetid("onnx_bcast", 1)], ir_version=10)
+
+
+def every_op_feeds(seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for kind, (_, dtype) in OPERAND.items():
+        op = "Div" if kind == "int" else "Add"  # B values without zeros for the integer divisions
+        feeds[f"A_{kind}"] = values(op, A_SHAPE, dtype, rng, "A")
+        for rule, (b_shape, _) in B_SHAPES.items():
+            feeds[f"B_{rule}_{kind}"] = values(op, b_shape, dtype, rng, "B")
+    return feeds
+
+
+@pytest.mark.parametrize("opset", [11, 13, 17, 26])
+@pytest.mark.parametrize("static", [True, False], ids=["static", "runtime"])
+def test_every_op_in_every_rule_converts_to_identical_standard_onnx(opset: int, static: bool) -> None:
+    model = every_op_model(opset, static)
+    converted, report = convert_with_report(model)
+    assert sum(report.rewritten.values()) == 48
+    assert not [n for n in converted.graph.node if n.domain == "onnx_bcast"]
+    assert all(o.domain != "onnx_bcast" for o in converted.opset_import)
+    assert converted.ir_version <= 13
+    onnx.checker.check_model(converted, full_check=True)
+    feeds = every_op_feeds()
+    custom = onnx_bcast.InferenceSession(model).run(None, feeds)
+    plain = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for meta, ours, theirs in zip(model.graph.output, custom, plain, strict=True):
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape, meta.name
+        np.testing.assert_array_equal(theirs, ours, err_msg=meta.name)
+        a_shape = A_SHAPE if "numpy" not in meta.name else np.broadcast_shapes(A_SHAPE, B_SHAPES["numpy"][0])
+        assert ours.shape == tuple(a_shape), meta.name
+
+
+def test_rewrites_are_the_standard_op_and_an_unsqueeze_for_pdpd() -> None:
+    converted = onnx_bcast.convert(every_op_model(17, static=True))
+    counts = Counter(n.op_type for n in converted.graph.node)
+    # pdpd B (3,4) at axis 1 of a rank-4 A needs one Unsqueeze (axes [0, 3]); numpy and none need nothing
+    assert counts.pop("Unsqueeze") == 16
+    assert counts == Counter({op: 3 for op in ALL_OPS})
+    report_lines = convert_with_report(every_op_model(17, static=True))[1].lines()
+    assert "Add(auto_broadcast=pdpd): 1 rewritten" in report_lines
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape", "axis", "aligned"),
+    [  # aligned: B's shape as numpy must see it, from SPEC §2 (trailing 1s of B ignored)
+        ((2, 3, 4, 5), (4, 5, 1, 1), 2, (1, 1, 4, 5)),
+        ((2, 3, 4, 5), (3, 1, 1), 1, (1, 3, 1, 1)),
+        ((2, 3, 4, 5), (1, 3), 0, (1, 3, 1, 1)),
+        ((2, 3, 4, 5), (), -1, ()),
+        ((2, 0, 4), (1, 4), 1, (1, 1, 4)),
+        ((2, 3, 4), (2, 3, 4), -1, (2, 3, 4)),
+    ],
+)
+@pytest.mark.parametrize("opset", [11, 13, 17])
+def test_pdpd_alignments_with_runtime_dims(a_shape: tuple, b_shape: tuple, axis: int, aligned: tuple,
+                                           opset: int) -> None:
+    model = elementwise_model("Sub", "pdpd", axis, [f"a{i}" for i in range(len(a_shape))],
+                              [f"b{i}" for i in range(len(b_shape))], TensorProto.FLOAT, opset=opset)
+    converted = onnx_bcast.convert(model)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = np.asarray(rng.standard_normal(b_shape).astype(np.float32))
+    expected = a - b.reshape(aligned)
+    got = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"A": a, "B": b})[0]
+    ours = onnx_bcast.InferenceSession(model).run(None, {"A": a, "B": b})[0]
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(ours, expected)
+
+
+def test_static_none_mismatch_is_refused_naming_the_node() -> None:
+    model = elementwise_model("Mul", "none", -1, [2, 3], [3], TensorProto.FLOAT)
+    with pytest.raises(onnx_bcast.BroadcastError, match=r"Mul\(auto_broadcast=none\) node 'mul_node'.*identical"):
+        onnx_bcast.convert(model)
+
+
+def test_static_pdpd_mismatch_is_refused_naming_the_node() -> None:
+    model = elementwise_model("Add", "pdpd", 1, [2, 3, 4], [4], TensorProto.FLOAT)
+    with pytest.raises(onnx_bcast.BroadcastError, match=r"Add\(auto_broadcast=pdpd\) node 'add_node'.*A dim 1"):
+        onnx_bcast.convert(model)
+
+
+def test_pdpd_with_unknown_ranks_is_refused_clearly() -> None:
+    model = elementwise_model("Add", "pdpd", 1, None, None, TensorProto.FLOAT)
+    with pytest.raises(onnx_bcast.BroadcastError, match="needs the ranks of A and B"):
+        onnx_bcast.convert(model)
+
+
+def test_float_mod_without_fmod_is_refused() -> None:
+    model = elementwise_model("Mod", "numpy", -1, [2], [2], TensorProto.FLOAT, fmod=0)
+    with pytest.raises(onnx_bcast.BroadcastError, match="fmod=1"):
+        onnx_bcast.convert(model)
+
+
+def test_converting_twice_changes_nothing_and_keeps_the_input() -> None:
+    model = every_op_model(17, static=False)
+    before = model.SerializeToString()
+    once = onnx_bcast.convert(model)
+    assert model.SerializeToString() == before
+    assert onnx_bcast.convert(once).SerializeToString() == once.SerializeToString()
+
+
+@pytest.mark.parametrize("op", ["LessOrEqual", "GreaterOrEqual"])
+def test_or_equal_comparisons_before_opset_12_are_exact_with_nan(op: str) -> None:
+    model = elementwise_model(op, "pdpd", 0, [3, 4], [3], TensorProto.FLOAT, opset=11)
+    a = np.array([[1, np.nan, 3, -np.inf]] * 3, dtype=np.float32)
+    b = np.array([1, np.nan, 5], dtype=np.float32)
+    numpy_op = np.less_equal if op == "LessOrEqual" else np.greater_equal
+    expected = numpy_op(a, b.reshape(3, 1))
+    converted = onnx_bcast.convert(model)
+    assert "Or" in {n.op_type for n in converted.graph.node}
+    got = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"A": a, "B": b})[0]
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(onnx_bcast.InferenceSession(model).run(None, {"A": a, "B": b})[0], expected)
+
+
+def test_a_type_the_standard_op_takes_only_later_names_the_opset() -> None:
+    model = elementwise_model("Max", "numpy", -1, [2], [2], TensorProto.INT32, opset=11)
+    with pytest.raises(onnx_bcast.BroadcastError, match=r"Max\(auto_broadcast=numpy\) node 'max_node'.*opset >= 12"):
+        onnx_bcast.convert(model)
+    with pytest.raises(onnx_bcast.BroadcastError, match=r"opset >= 12; the model uses opset 11"):
+        onnx_bcast.InferenceSession(model)
