@@ -127,11 +127,37 @@ def runtime_shape_if() -> onnx.ModelProto:
                          "target shape is Concat(Shape(features)[0:1], [8], Shape(features)[2:4]) at run time.")
 
 
+def paddle_matmul_bias() -> onnx.ModelProto:
+    """A PaddlePaddle fc block: MatMul, bias by Add pdpd axis 1, Relu, a second MatMul and a residual Add."""
+    rng = np.random.default_rng(2)
+    hidden, width = 32, 16
+    inits = [_const("fc1_weight", rng.standard_normal((width, hidden)) / 4, np.float32),
+             _const("fc1_bias", rng.standard_normal(hidden), np.float32),
+             _const("fc2_weight", rng.standard_normal((hidden, width)) / 4, np.float32)]
+    nodes = [
+        helper.make_node("MatMul", ["x", "fc1_weight"], ["fc1_out"], name="fc1_matmul"),
+        helper.make_node("Add", ["fc1_out", "fc1_bias"], ["fc1_biased"], domain="onnx_bcast", name="fc1_bias_add",
+                         auto_broadcast="pdpd", axis=1),
+        helper.make_node("Relu", ["fc1_biased"], ["fc1_act"], name="fc1_relu"),
+        helper.make_node("MatMul", ["fc1_act", "fc2_weight"], ["fc2_out"], name="fc2_matmul"),
+        helper.make_node("Add", ["x", "fc2_out"], ["y"], domain="onnx_bcast", name="residual_add",
+                         auto_broadcast="pdpd", axis=-1),
+    ]
+    graph = helper.make_graph(nodes, "paddle_matmul_bias",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])],
+                              initializer=inits)
+    return _model(graph, "PaddlePaddle fc block: x [batch,16] @ W1 [16,32], elementwise_add of bias [32] with "
+                         "axis 1 (Add auto_broadcast=pdpd axis=1), Relu, @ W2 [32,16], residual elementwise_add "
+                         "(pdpd, axis -1).")
+
+
 BUILDERS: dict[str, Callable[[], onnx.ModelProto]] = {
     "nchw_bias_explicit": nchw_bias_explicit,
     "batchnorm_v0": batchnorm_v0,
     "expand_modes": expand_modes,
     "runtime_shape_if": runtime_shape_if,
+    "paddle_matmul_bias": paddle_matmul_bias,
 }
 
 

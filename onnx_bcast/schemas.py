@@ -12,6 +12,7 @@ from onnx.defs import OpSchema
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops import OP_SPECS
 from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec, Shape
+from onnx_bcast.ops.elementwise import canonical_rule
 
 DOMAIN = "onnx_bcast"
 GUARDED_DOMAIN = "onnx_bcast.ort"
@@ -48,7 +49,52 @@ def _shape_of(type_proto: TypeProto) -> Shape | None:
     return tuple(d.dim_value for d in dims)
 
 
+def _dims(type_proto: TypeProto) -> list[int | str | None] | None:
+    """A tensor type's dims (value, symbol or None), or None when its rank is unknown."""
+    if not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in type_proto.tensor_type.shape.dim]
+
+
+def _numpy_dims(a: list, b: list) -> list:
+    """Multidirectional broadcasting of partly known dims (a mismatch of known sizes is left to the rule)."""
+    rank = max(len(a), len(b))
+    a, b = [1] * (rank - len(a)) + a, [1] * (rank - len(b)) + b
+    return [x if x == y or y == 1 else y if x == 1 else None for x, y in zip(a, b, strict=True)]
+
+
+def _infer_elementwise(spec: OpSpec):
+    """Output type of an elementwise op: bool for comparisons, dims kept symbolic where the rule allows."""
+    boolean = spec.output_type_param == "T1"
+
+    def infer(ctx: Any) -> None:
+        attrs = spec.defaults()
+        for name in attrs:
+            value = attribute_value(ctx.get_attribute(name))
+            if value is not None:
+                attrs[name] = value
+        a, b = _dims(ctx.get_input_type(0)), _dims(ctx.get_input_type(1))
+        static = [tuple(d) if d is not None and all(isinstance(x, int) for x in d) else None for d in (a, b)]
+        try:
+            out = spec.static_shape(static, [None, None], attrs)
+            rule = canonical_rule(attrs["auto_broadcast"], spec.name)
+        except BroadcastError as err:
+            raise err.with_node(_display_name(ctx)) from None
+        if out is not None:
+            dims = list(out)
+        elif rule == "numpy":
+            dims = _numpy_dims(a, b) if a is not None and b is not None else None
+        else:
+            dims = a  # none and pdpd: the output has A's shape
+        elem = onnx.TensorProto.BOOL if boolean else ctx.get_input_type(0).tensor_type.elem_type
+        ctx.set_output_type(0, helper.make_tensor_type_proto(elem, dims))
+    return infer
+
+
 def _infer(spec: OpSpec, guarded: bool):
+    if spec.family == "elementwise":
+        return _infer_elementwise(spec)
+
     def infer(ctx: Any) -> None:
         attrs = spec.defaults()
         for name in attrs:

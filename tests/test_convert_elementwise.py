@@ -172,3 +172,18 @@ def test_a_type_the_standard_op_takes_only_later_names_the_opset() -> None:
         onnx_bcast.convert(model)
     with pytest.raises(onnx_bcast.BroadcastError, match=r"opset >= 12; the model uses opset 11"):
         onnx_bcast.InferenceSession(model)
+
+
+def test_shape_inference_keeps_symbolic_dims_and_gives_bool_for_comparisons() -> None:
+    inferred = onnx.shape_inference.infer_shapes(every_op_model(17, static=False), strict_mode=True)
+    types = {v.name: v.type.tensor_type for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    for op in ALL_OPS:
+        for rule in B_SHAPES:
+            tensor = types[f"{op}_{rule}"]
+            boolean = op in COMPARISON_OPS or op in LOGICAL_OPS
+            assert tensor.elem_type == (TensorProto.BOOL if boolean else OPERAND[_kind(op)][0]), (op, rule)
+            dims = [d.dim_param or d.dim_value for d in tensor.shape.dim]
+            if rule == "numpy":  # A [n,c,h,w] with B [numpy0, numpy1]: only the ranks meet for sure
+                assert len(dims) == 4, (op, rule, dims)
+            else:  # none and pdpd: A's shape
+                assert dims == ["n", "c", "h", "w"], (op, rule, dims)
