@@ -17,7 +17,15 @@ from onnx_bcast.converters.facts import Dims, NodeFacts
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import NameGenerator, all_node_lists, opset_version, subgraphs
 from onnx_bcast.ops import SPEC_BY_NAME
-from onnx_bcast.prepare import check_our_opsets, node_label, read_attributes, uses_our_ops
+from onnx_bcast.prepare import (
+    check_inputs,
+    check_our_opsets,
+    check_shape_inputs,
+    node_label,
+    read_attributes,
+    uses_our_ops,
+    validate_nodes,
+)
 from onnx_bcast.runtime_limits import max_ir_version, max_opset
 from onnx_bcast.session import load_model
 from onnx_bcast.static_facts import StaticFacts
@@ -174,6 +182,9 @@ def _rewrite_container(container: Any, opset: int, knowledge: StaticFacts, names
             raise BroadcastError(node.op_type, "", f"is not an op of domain {DOMAIN!r}", label)
         _check_attr_refs(node, label)
         attrs = read_attributes(node, spec, label)
+        check_inputs(node, spec, label)
+        if not in_function:
+            check_shape_inputs(node, spec, label, knowledge.types, knowledge.shapes)
         facts = _node_facts(knowledge, node, label, attrs, in_function)
         inferred = None if in_function else knowledge.shapes.get(node.output[0])
         out_shape = _static_output(facts, spec.name, inferred)
@@ -232,6 +243,7 @@ def convert_with_report(model: Any, *, opset: int | None = None) -> tuple[ModelP
     schemas.register()
     source = load_model(model)
     check_our_opsets(source)
+    validate_nodes(source)
     converted = ModelProto()
     converted.CopyFrom(source)
     target = _target_opset(converted, opset)

@@ -75,7 +75,38 @@ def read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any]
     return attrs
 
 
-def _check_inputs(node: NodeProto, spec: OpSpec, label: str) -> list[str]:
+def check_shape_inputs(node: NodeProto, spec: OpSpec, label: str, types: dict[str, int],
+                       shapes: dict[str, Any]) -> None:
+    """Shape-like inputs (target_shape, axes, ...) whose type or rank is known must be 1-D integer tensors."""
+    for formal, name in zip(spec.inputs, node.input, strict=False):
+        if formal.type_param != "T_SHAPE" or not name:
+            continue
+        elem, dims = types.get(name), shapes.get(name)
+        if elem is not None and elem not in _INTEGER_TYPES:
+            raise BroadcastError(node.op_type, "", f"{formal.name} must be an integer tensor, got "
+                                                   f"{TensorProto.DataType.Name(elem)}", label)
+        if dims is not None and len(dims) != 1:
+            raise BroadcastError(node.op_type, "", f"{formal.name} must be 1-D, got rank {len(dims)}", label)
+
+
+def validate_nodes(model: ModelProto) -> None:
+    """Every onnx_bcast node is a known op with valid attributes and input count (before shape inference)."""
+    for container, _ in all_node_lists(model):
+        for index, node in enumerate(container.node):
+            if node.domain != DOMAIN:
+                continue
+            label = node_label(node, index)
+            spec = SPEC_BY_NAME.get(node.op_type)
+            if spec is None:
+                raise BroadcastError(node.op_type, "", f"is not an op of domain {DOMAIN!r} "
+                                                       f"(known: {', '.join(sorted(SPEC_BY_NAME))})", label)
+            read_attributes(node, spec, label)
+            check_inputs(node, spec, label)
+
+
+def check_inputs(node: NodeProto, spec: OpSpec, label: str) -> list[str]:
+    """The node's inputs padded to the spec's arity; a wrong count or a missing required input is an error."""
+
     inputs = list(node.input)
     while inputs and inputs[-1] == "":
         inputs.pop()
@@ -124,7 +155,8 @@ class _Rewriter:
             raise BroadcastError(node.op_type, "", f"is not an op of domain {DOMAIN!r} "
                                                    f"(known: {', '.join(sorted(SPEC_BY_NAME))})", label)
         attrs = read_attributes(node, spec, label)
-        inputs = _check_inputs(node, spec, label)
+        inputs = check_inputs(node, spec, label)
+        check_shape_inputs(node, spec, label, self.types, self.shapes)
         out: list[NodeProto] = []
         if spec.family == "elementwise":
             self.rewrite_elementwise(out, node, attrs, inputs, label)
@@ -297,6 +329,7 @@ def prepare(model: ModelProto) -> ModelProto:
     """A copy of ``model`` whose onnx_bcast nodes run in ONNX Runtime with ``session_options()``."""
     schemas.register()
     check_our_opsets(model)
+    validate_nodes(model)
     prepared = ModelProto()
     prepared.CopyFrom(model)
     if any(n.domain == DOMAIN for f in prepared.functions for n in f.node):
