@@ -90,7 +90,7 @@ PUBLIC_OPS = (
     BridgeOp("Expand", _BROADCAST_ATTRS, _run_broadcast("Expand"), _mode_attr),
     BridgeOp(V0, {}, _run_v0, lambda attrs: ""),
 )
-_GUARD_ATTRS = {"op": _STR, "node": _STR}
+_GUARD_ATTRS = {"op": _STR, "node": _STR, "quiet": _INT}  # quiet=1: the caller raises the error
 GUARDED_OPS = (
     BridgeOp("Broadcast", {**_BROADCAST_ATTRS, **_GUARD_ATTRS}, _run_broadcast("Broadcast"), _mode_attr),
     BridgeOp(V0, dict(_GUARD_ATTRS), _run_v0, lambda attrs: ""),
@@ -108,6 +108,18 @@ def _failure(bridge: BridgeOp, attrs: dict[str, Any], exc: BaseException) -> Bas
     return err
 
 
+def _log(error: BaseException, attrs: dict[str, Any]) -> None:
+    """A kernel error is logged unless the caller raises it (``InferenceSession``: ``quiet`` on the node).
+
+    The node attribute, not a thread-local, decides: under ORT's parallel execution mode kernels run on ORT's
+    pool threads, not on the thread that called ``run``.
+    """
+    if int(attrs.get("quiet", 0)) or getattr(guarded_run, "active", False):
+        logger.debug("%s", error)
+    else:
+        logger.error("%s", error)
+
+
 def _make_kernel(bridge: BridgeOp, guarded: bool) -> Callable[..., Any]:
     def kernel(data: np.ndarray, second: np.ndarray, third: np.ndarray, **attrs: Any) -> Any:
         try:
@@ -117,9 +129,7 @@ def _make_kernel(bridge: BridgeOp, guarded: bool) -> Callable[..., Any]:
             error_id = record_error(error)
             if getattr(guarded_run, "active", False):
                 guarded_run.error_id = error_id  # the fallback when another node fails the run first
-                logger.debug("%s", error)
-            else:
-                logger.error("%s", error)
+            _log(error, attrs)
             empty = np.zeros((0,), dtype=data.dtype)
             if guarded:
                 return empty, np.array([ERROR_SHAPE_MARK, error_id], dtype=np.int64)
@@ -197,9 +207,7 @@ def elementwise_check(a_shape: np.ndarray, b_shape: np.ndarray, **attrs: Any) ->
         error_id = record_error(error)
         if getattr(guarded_run, "active", False):
             guarded_run.error_id = error_id
-            logger.debug("%s", error)
-        else:
-            logger.error("%s", error)
+        _log(error, attrs)
         return failure_shape(error_id, int(np.prod(b, dtype=object)) if b else 1)
 
 
@@ -212,7 +220,7 @@ def _declare_elementwise() -> None:
             opdef = onnx_op(op_type=f"{DOMAIN}::{op}", inputs=[dt, dt], outputs=[out],
                             attrs=dict(attrs))(_elementwise_kernel(op))
             state().our_op_ids.add(opdef._nativedef.obj_id)
-    check_attrs = {"op": _STR, "node": _STR, "auto_broadcast": _STR, "axis": _INT, "allowzero": _INT}
+    check_attrs = {**_GUARD_ATTRS, "auto_broadcast": _STR, "axis": _INT, "allowzero": _INT}
     opdef = onnx_op(op_type=f"{GUARDED_DOMAIN}::{ELEMENTWISE_CHECK}", inputs=[_I64, _I64], outputs=[_I64],
                     attrs=check_attrs)(elementwise_check)
     state().our_op_ids.add(opdef._nativedef.obj_id)

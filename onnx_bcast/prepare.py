@@ -123,8 +123,9 @@ def check_inputs(node: NodeProto, spec: OpSpec, label: str) -> list[str]:
 class _Rewriter:
     """Rewrites one node container (graph or function) in place."""
 
-    def __init__(self, names: NameGenerator, types: dict[str, int], opset: int) -> None:
+    def __init__(self, names: NameGenerator, types: dict[str, int], opset: int, quiet: bool = False) -> None:
         self.names = names
+        self.quiet = int(quiet)
         self.types = types
         self.shapes: dict[str, tuple[int | None, ...] | None] = {}
         self.opset = opset
@@ -169,7 +170,7 @@ class _Rewriter:
         result = node.output[0]
         raw = self.names(f"{label}_f32") if data_type in _CAST_TO_FLOAT else result
         status = self.names(f"{label}_status")
-        guard_attrs = {"op": node.op_type, "node": label}
+        guard_attrs = {"op": node.op_type, "node": label, "quiet": self.quiet}
         if node.op_type in ("Broadcast", "Expand"):
             guard_attrs.update(mode=attrs["mode"], axis=int(attrs["axis"]))
         op_type = "Broadcast" if node.op_type == "Expand" else node.op_type
@@ -252,8 +253,8 @@ class _Rewriter:
         aligned = self.names(f"{label}_b_aligned_shape")
         allowzero = int(self.opset >= 14)
         out.append(helper.make_node(schemas.ELEMENTWISE_CHECK, shapes, [aligned], name=self.names(f"{label}_check"),
-                                    domain=GUARDED_DOMAIN, op=op, node=label, auto_broadcast=rule, axis=axis,
-                                    allowzero=allowzero))
+                                    domain=GUARDED_DOMAIN, op=op, node=label, quiet=self.quiet,
+                                    auto_broadcast=rule, axis=axis, allowzero=allowzero))
         result = self.names(f"{label}_b_aligned")
         extra = {"allowzero": 1} if allowzero else {}
         out.append(helper.make_node("Reshape", [b, aligned], [result], name=self.names(f"{result}_op"), **extra))
@@ -325,8 +326,12 @@ def check_our_opsets(model: ModelProto) -> None:
         _check_our_opset(list(function.opset_import), f"function {function.name!r}")
 
 
-def prepare(model: ModelProto) -> ModelProto:
-    """A copy of ``model`` whose onnx_bcast nodes run in ONNX Runtime with ``session_options()``."""
+def prepare(model: ModelProto, *, quiet: bool = False) -> ModelProto:
+    """A copy of ``model`` whose onnx_bcast nodes run in ONNX Runtime with ``session_options()``.
+
+    A kernel error fails the run with an ORT error and is logged (logger ``onnx_bcast.ort``); with ``quiet``
+    it is only recorded, for a caller that raises it (``InferenceSession``).
+    """
     schemas.register()
     check_our_opsets(model)
     validate_nodes(model)
@@ -337,7 +342,7 @@ def prepare(model: ModelProto) -> ModelProto:
         prepared = onnx.inliner.inline_local_functions(prepared)
     facts = StaticFacts(prepared, raise_broadcast_errors=True)
     opset = opset_version(list(prepared.opset_import), "") or DEFAULT_OPSET
-    rewriter = _Rewriter(NameGenerator(prepared), facts.types, opset)
+    rewriter = _Rewriter(NameGenerator(prepared), facts.types, opset, quiet)
     # children first: rewriting a graph copies its nodes, and with them the subgraphs they hold
     for container, _ in reversed(list(all_node_lists(prepared))):
         # a function's values are typed per call site: nothing is known about them here

@@ -144,7 +144,9 @@ def _schema(spec: OpSpec, domain: str, guarded: bool) -> OpSchema:
         constraints = [c for c in constraints if c[0] == "T"]
         attributes = [OpSchema.Attribute(a.name, _ATTR_TYPES[a.kind], a.doc, required=False) for a in spec.attrs]
         attributes += [OpSchema.Attribute("op", OpSchema.AttrType.STRING, "the original op", required=False),
-                       OpSchema.Attribute("node", OpSchema.AttrType.STRING, "the original node", required=False)]
+                       OpSchema.Attribute("node", OpSchema.AttrType.STRING, "the original node", required=False),
+                       OpSchema.Attribute("quiet", OpSchema.AttrType.INT, "1: errors are raised by the caller, not "
+                                          "logged", required=False)]
     schema = OpSchema(spec.name, domain, VERSION, spec.doc, inputs=inputs, outputs=outputs,
                       type_constraints=constraints, attributes=attributes)
     schema.set_type_and_shape_inference_function(_infer(spec, guarded))
@@ -182,7 +184,7 @@ def _elementwise_check_schema() -> OpSchema:
         attributes=[OpSchema.Attribute(name, kind, "", required=False) for name, kind in (
             ("op", OpSchema.AttrType.STRING), ("node", OpSchema.AttrType.STRING),
             ("auto_broadcast", OpSchema.AttrType.STRING), ("axis", OpSchema.AttrType.INT),
-            ("allowzero", OpSchema.AttrType.INT))],
+            ("allowzero", OpSchema.AttrType.INT), ("quiet", OpSchema.AttrType.INT))],
     )
 
     def infer(ctx: Any) -> None:

@@ -47,7 +47,7 @@ class InferenceSession(ort.InferenceSession):
     def __init__(self, model: str | os.PathLike | bytes | ModelProto, sess_options: ort.SessionOptions | None = None,
                  providers: list[Any] | None = None, **kwargs: Any) -> None:
         schemas.register()
-        self.prepared_model = prepare(load_model(model))
+        self.prepared_model = prepare(load_model(model), quiet=True)
         options = sess_options
         if options is None:
             options = ort.SessionOptions()

@@ -168,11 +168,6 @@ def test_invalid_run_raises_only_in_its_own_thread(mode: str) -> None:
     assert result["left_recorded"] == 0, "errors recorded by kernels but never taken by a run"
 
 
-@pytest.mark.parametrize("mode", [
-    "sequential",
-    pytest.param("parallel", marks=pytest.mark.xfail(strict=True, reason=(
-        "ort_ops._make_kernel: under ORT_PARALLEL the kernel runs on an ORT pool thread where the thread-local "
-        "guarded_run.active is unset, so an error that run() raises is also logged at ERROR level"))),
-])
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
 def test_raised_errors_are_not_also_logged(mode: str) -> None:
     assert _interleaved(mode)["logged"] == 0
