@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -123,10 +124,15 @@ def _infer(spec: OpSpec, guarded: bool):
 
 
 def _display_name(ctx: Any) -> str | None:
+    """The node's name as the other paths print it (onnx says ``node Broadcast[onnx_bcast] (name)``)."""
     try:
-        return ctx.get_display_name() or None
+        display = ctx.get_display_name() or ""
     except AttributeError:  # older onnx
         return None
+    match = re.fullmatch(r"node \S+ \((.*)\)", display)
+    if match:
+        return match.group(1) or None
+    return display or None
 
 
 def _schema(spec: OpSpec, domain: str, guarded: bool) -> OpSchema:
