@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from onnx import helper
 from onnxruntime_extensions import PyCustomOpDef, get_library_path, onnx_op
 
 from onnx_bcast import ort_marshal
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.memory_guard import check_output_size
 from onnx_bcast.ops.broadcast import broadcast, canonical_mode
 from onnx_bcast.ops.broadcast_v0 import LIKE_V0, V0, broadcast_v0, like_axes
 from onnx_bcast.ops.elementwise import (
@@ -193,7 +195,11 @@ def elementwise_check(a_shape: np.ndarray, b_shape: np.ndarray, **attrs: Any) ->
     try:
         rule = canonical_rule(attrs.get("auto_broadcast", "numpy"), op)
         axis = int(attrs.get("axis", -1))
-        elementwise_shape(a, b, auto_broadcast=rule, axis=axis, op=op)
+        out_shape = elementwise_shape(a, b, auto_broadcast=rule, axis=axis, op=op)
+        elem = int(attrs.get("elem_type", 0))
+        if elem:  # the standard op allocates the output: the memory guard applies before it does
+            check_output_size(op, rule, out_shape, helper.tensor_dtype_to_np_dtype(elem),
+                              mode_attr="auto_broadcast")
         aligned = pdpd_alignment(a, b, axis, op) if rule == "pdpd" else b
         if 0 in aligned and aligned != b and not int(attrs.get("allowzero", 1)):
             raise BroadcastError(op, rule, f"a zero-size B {b} aligned to {aligned} needs Reshape with allowzero "
@@ -220,7 +226,7 @@ def _declare_elementwise() -> None:
             opdef = onnx_op(op_type=f"{DOMAIN}::{op}", inputs=[dt, dt], outputs=[out],
                             attrs=dict(attrs))(_elementwise_kernel(op))
             state().our_op_ids.add(opdef._nativedef.obj_id)
-    check_attrs = {**_GUARD_ATTRS, "auto_broadcast": _STR, "axis": _INT, "allowzero": _INT}
+    check_attrs = {**_GUARD_ATTRS, "auto_broadcast": _STR, "axis": _INT, "allowzero": _INT, "elem_type": _INT}
     opdef = onnx_op(op_type=f"{GUARDED_DOMAIN}::{ELEMENTWISE_CHECK}", inputs=[_I64, _I64], outputs=[_I64],
                     attrs=check_attrs)(elementwise_check)
     state().our_op_ids.add(opdef._nativedef.obj_id)

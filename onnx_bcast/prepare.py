@@ -22,6 +22,7 @@ from onnx import GraphProto, ModelProto, NodeProto, TensorProto, helper, numpy_h
 
 from onnx_bcast import schemas
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.memory_guard import check_output_size
 from onnx_bcast.model_walk import NameGenerator, all_graphs, all_node_lists, opset_version
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.broadcast import canonical_mode
@@ -206,7 +207,10 @@ class _Rewriter:
         a_shape, b_shape = self.static_shape(a), self.static_shape(b)
         if a_shape is not None and b_shape is not None:
             try:
-                elementwise_shape(a_shape, b_shape, auto_broadcast=rule, axis=axis, op=op)
+                out_shape = elementwise_shape(a_shape, b_shape, auto_broadcast=rule, axis=axis, op=op)
+                if self.types.get(a):
+                    check_output_size(op, rule, out_shape, helper.tensor_dtype_to_np_dtype(self.types[a]),
+                                      mode_attr="auto_broadcast")
             except BroadcastError as err:
                 raise err.with_node(label) from None
             if rule == "pdpd":
@@ -254,7 +258,8 @@ class _Rewriter:
         allowzero = int(self.opset >= 14)
         out.append(helper.make_node(schemas.ELEMENTWISE_CHECK, shapes, [aligned], name=self.names(f"{label}_check"),
                                     domain=GUARDED_DOMAIN, op=op, node=label, quiet=self.quiet,
-                                    auto_broadcast=rule, axis=axis, allowzero=allowzero))
+                                    auto_broadcast=rule, axis=axis, allowzero=allowzero,
+                                    elem_type=self.types.get(a, 0)))
         result = self.names(f"{label}_b_aligned")
         extra = {"allowzero": 1} if allowzero else {}
         out.append(helper.make_node("Reshape", [b, aligned], [result], name=self.names(f"{result}_op"), **extra))

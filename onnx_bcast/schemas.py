@@ -190,7 +190,8 @@ def _elementwise_check_schema() -> OpSchema:
         attributes=[OpSchema.Attribute(name, kind, "", required=False) for name, kind in (
             ("op", OpSchema.AttrType.STRING), ("node", OpSchema.AttrType.STRING),
             ("auto_broadcast", OpSchema.AttrType.STRING), ("axis", OpSchema.AttrType.INT),
-            ("allowzero", OpSchema.AttrType.INT), ("quiet", OpSchema.AttrType.INT))],
+            ("allowzero", OpSchema.AttrType.INT), ("quiet", OpSchema.AttrType.INT),
+            ("elem_type", OpSchema.AttrType.INT))],
     )
 
     def infer(ctx: Any) -> None:

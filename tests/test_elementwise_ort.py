@@ -7,6 +7,7 @@ pre-broadcasts (B reshaped to the shape written in ``SHAPES``), so the arithmeti
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -213,3 +214,42 @@ def test_invalid_runtime_shapes_raise_broadcast_error_and_the_session_survives()
     assert all(msg == "valid ok" for _, msg in report if msg.startswith("valid"))
     # the plain-ORT public form cannot raise (the bridge would abort): it logs and returns an empty tensor
     assert [msg for _, msg in report if msg.startswith("plain")] == ["plain shape [0]"] * 5
+
+
+_MEMORY_SCRIPT = textwrap.dedent("""
+    import json
+    import numpy as np
+    from onnx import TensorProto
+    import onnx_bcast
+    from tests.elementwise_util import elementwise_model
+    report = {}
+    def attempt(key, fn):
+        try:
+            report[key] = list(fn().shape)
+        except onnx_bcast.BroadcastError as err:
+            report[key] = str(err)
+    big_a, big_b = np.ones((1000, 1), np.float32), np.ones((1, 1000), np.float32)
+    attempt("kernel", lambda: onnx_bcast.elementwise("Mul", big_a, big_b))
+    attempt("kernel keyword", lambda: onnx_bcast.elementwise("Mul", big_a[:10], big_b[:, :10], max_output_bytes=100))
+    session = onnx_bcast.InferenceSession(elementwise_model("Mul", "numpy", -1, ["a0", "a1"], ["b0", "b1"],
+                                                            TensorProto.FLOAT))
+    attempt("run-time", lambda: session.run(None, {"A": big_a, "B": big_b})[0])
+    attempt("after", lambda: session.run(None, {"A": big_a[:100], "B": big_b[:, :100]})[0])
+    attempt("static", lambda: onnx_bcast.InferenceSession(
+        elementwise_model("Mul", "numpy", -1, [1000, 1], [1, 1000], TensorProto.FLOAT)))
+    print(json.dumps(report))
+""")
+
+
+def test_memory_guard_applies_to_elementwise_outputs() -> None:
+    env = {**os.environ, "ONNX_BCAST_MAX_OUTPUT_BYTES": "1000000"}
+    proc = subprocess.run([sys.executable, "-c", _MEMORY_SCRIPT], capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    size = "output (1000, 1000) of float32 would take 4.0e+06 bytes, over the limit of 1.0e+06 bytes"
+    assert report["kernel"].startswith("Mul(auto_broadcast=numpy)") and size in report["kernel"]
+    assert "(10, 10) of float32 would take 400 bytes, over the limit of 100 bytes" in report["kernel keyword"]
+    assert "node 'mul_node'" in report["run-time"] and size in report["run-time"]
+    assert report["after"] == [100, 100]
+    assert "node 'mul_node'" in report["static"] and size in report["static"]
