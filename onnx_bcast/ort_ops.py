@@ -64,19 +64,26 @@ class BridgeOp:
     mode_of: Callable[[dict[str, Any]], str]
 
 
+def _limit(attrs: dict[str, Any]) -> int | None:
+    """The session's output limit from a guarded node (-1 or absent: the environment's or the default)."""
+    value = int(attrs.get("max_output_bytes", -1))
+    return None if value < 0 else value
+
+
 def _run_broadcast(op: str) -> Callable[..., np.ndarray]:
     def run(data: np.ndarray, target: np.ndarray, axes: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
-        return broadcast(data, target, axes, mode=attrs["mode"], axis=attrs["axis"], op=attrs.get("op", op))
+        return broadcast(data, target, axes, mode=attrs["mode"], axis=attrs["axis"], op=attrs.get("op", op),
+                         max_output_bytes=_limit(attrs))
     return run
 
 
 def _run_v0(data: np.ndarray, shape: np.ndarray, axes: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
-    return broadcast_v0(data, shape, axes)
+    return broadcast_v0(data, shape, axes, max_output_bytes=_limit(attrs))
 
 
 def _run_like_v0(data: np.ndarray, like_shape: np.ndarray, axes: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
     like = tuple(int(v) for v in like_shape.tolist())
-    return broadcast_v0(data, like, like_axes(data.shape, like, axes), LIKE_V0)
+    return broadcast_v0(data, like, like_axes(data.shape, like, axes), LIKE_V0, max_output_bytes=_limit(attrs))
 
 
 def _mode_attr(attrs: dict[str, Any]) -> str:
@@ -92,7 +99,8 @@ PUBLIC_OPS = (
     BridgeOp("Expand", _BROADCAST_ATTRS, _run_broadcast("Expand"), _mode_attr),
     BridgeOp(V0, {}, _run_v0, lambda attrs: ""),
 )
-_GUARD_ATTRS = {"op": _STR, "node": _STR, "quiet": _INT}  # quiet=1: the caller raises the error
+# quiet=1: the caller raises the error; max_output_bytes: the session's limit, -1 when not given
+_GUARD_ATTRS = {"op": _STR, "node": _STR, "quiet": _INT, "max_output_bytes": _INT}
 GUARDED_OPS = (
     BridgeOp("Broadcast", {**_BROADCAST_ATTRS, **_GUARD_ATTRS}, _run_broadcast("Broadcast"), _mode_attr),
     BridgeOp(V0, dict(_GUARD_ATTRS), _run_v0, lambda attrs: ""),
@@ -198,7 +206,7 @@ def elementwise_check(a_shape: np.ndarray, b_shape: np.ndarray, **attrs: Any) ->
         out_shape = elementwise_shape(a, b, auto_broadcast=rule, axis=axis, op=op)
         elem = int(attrs.get("elem_type", 0))
         if elem:  # the standard op allocates the output: the memory guard applies before it does
-            check_output_size(op, rule, out_shape, helper.tensor_dtype_to_np_dtype(elem),
+            check_output_size(op, rule, out_shape, helper.tensor_dtype_to_np_dtype(elem), _limit(attrs),
                               mode_attr="auto_broadcast")
         aligned = pdpd_alignment(a, b, axis, op) if rule == "pdpd" else b
         if 0 in aligned and aligned != b and not int(attrs.get("allowzero", 1)):

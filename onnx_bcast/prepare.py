@@ -124,9 +124,11 @@ def check_inputs(node: NodeProto, spec: OpSpec, label: str) -> list[str]:
 class _Rewriter:
     """Rewrites one node container (graph or function) in place."""
 
-    def __init__(self, names: NameGenerator, types: dict[str, int], opset: int, quiet: bool = False) -> None:
+    def __init__(self, names: NameGenerator, types: dict[str, int], opset: int, quiet: bool = False,
+                 max_output_bytes: int | None = None) -> None:
         self.names = names
         self.quiet = int(quiet)
+        self.max_output_bytes = max_output_bytes
         self.types = types
         self.shapes: dict[str, tuple[int | None, ...] | None] = {}
         self.opset = opset
@@ -171,7 +173,7 @@ class _Rewriter:
         result = node.output[0]
         raw = self.names(f"{label}_f32") if data_type in _CAST_TO_FLOAT else result
         status = self.names(f"{label}_status")
-        guard_attrs = {"op": node.op_type, "node": label, "quiet": self.quiet}
+        guard_attrs = {"op": node.op_type, "node": label, "quiet": self.quiet, "max_output_bytes": self.limit_attr}
         if node.op_type in ("Broadcast", "Expand"):
             guard_attrs.update(mode=attrs["mode"], axis=int(attrs["axis"]))
         op_type = "Broadcast" if node.op_type == "Expand" else node.op_type
@@ -184,6 +186,10 @@ class _Rewriter:
             out.append(helper.make_node("Cast", [raw], [result], name=self.names(f"{label}_cast_back"), to=data_type))
         self.used_guarded = True
         return out
+
+    @property
+    def limit_attr(self) -> int:
+        return -1 if self.max_output_bytes is None else int(self.max_output_bytes)
 
     def static_shape(self, name: str) -> tuple[int, ...] | None:
         dims = self.shapes.get(name)
@@ -210,7 +216,7 @@ class _Rewriter:
                 out_shape = elementwise_shape(a_shape, b_shape, auto_broadcast=rule, axis=axis, op=op)
                 if self.types.get(a):
                     check_output_size(op, rule, out_shape, helper.tensor_dtype_to_np_dtype(self.types[a]),
-                                      mode_attr="auto_broadcast")
+                                      self.max_output_bytes, mode_attr="auto_broadcast")
             except BroadcastError as err:
                 raise err.with_node(label) from None
             if rule == "pdpd":
@@ -259,7 +265,7 @@ class _Rewriter:
         out.append(helper.make_node(schemas.ELEMENTWISE_CHECK, shapes, [aligned], name=self.names(f"{label}_check"),
                                     domain=GUARDED_DOMAIN, op=op, node=label, quiet=self.quiet,
                                     auto_broadcast=rule, axis=axis, allowzero=allowzero,
-                                    elem_type=self.types.get(a, 0)))
+                                    elem_type=self.types.get(a, 0), max_output_bytes=self.limit_attr))
         result = self.names(f"{label}_b_aligned")
         extra = {"allowzero": 1} if allowzero else {}
         out.append(helper.make_node("Reshape", [b, aligned], [result], name=self.names(f"{result}_op"), **extra))
@@ -331,11 +337,12 @@ def check_our_opsets(model: ModelProto) -> None:
         _check_our_opset(list(function.opset_import), f"function {function.name!r}")
 
 
-def prepare(model: ModelProto, *, quiet: bool = False) -> ModelProto:
+def prepare(model: ModelProto, *, quiet: bool = False, max_output_bytes: int | None = None) -> ModelProto:
     """A copy of ``model`` whose onnx_bcast nodes run in ONNX Runtime with ``session_options()``.
 
     A kernel error fails the run with an ORT error and is logged (logger ``onnx_bcast.ort``); with ``quiet``
-    it is only recorded, for a caller that raises it (``InferenceSession``).
+    it is only recorded, for a caller that raises it (``InferenceSession``). ``max_output_bytes`` limits every
+    broadcast output (default: ``ONNX_BCAST_MAX_OUTPUT_BYTES``, else half of the machine's memory).
     """
     schemas.register()
     check_our_opsets(model)
@@ -347,7 +354,7 @@ def prepare(model: ModelProto, *, quiet: bool = False) -> ModelProto:
         prepared = onnx.inliner.inline_local_functions(prepared)
     facts = StaticFacts(prepared, raise_broadcast_errors=True)
     opset = opset_version(list(prepared.opset_import), "") or DEFAULT_OPSET
-    rewriter = _Rewriter(NameGenerator(prepared), facts.types, opset, quiet)
+    rewriter = _Rewriter(NameGenerator(prepared), facts.types, opset, quiet, max_output_bytes)
     # children first: rewriting a graph copies its nodes, and with them the subgraphs they hold
     for container, _ in reversed(list(all_node_lists(prepared))):
         # a function's values are typed per call site: nothing is known about them here

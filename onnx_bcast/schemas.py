@@ -152,7 +152,9 @@ def _schema(spec: OpSpec, domain: str, guarded: bool) -> OpSchema:
         attributes += [OpSchema.Attribute("op", OpSchema.AttrType.STRING, "the original op", required=False),
                        OpSchema.Attribute("node", OpSchema.AttrType.STRING, "the original node", required=False),
                        OpSchema.Attribute("quiet", OpSchema.AttrType.INT, "1: errors are raised by the caller, not "
-                                          "logged", required=False)]
+                                          "logged", required=False),
+                       OpSchema.Attribute("max_output_bytes", OpSchema.AttrType.INT, "the output limit, -1: default",
+                                          required=False)]
     schema = OpSchema(spec.name, domain, VERSION, spec.doc, inputs=inputs, outputs=outputs,
                       type_constraints=constraints, attributes=attributes)
     schema.set_type_and_shape_inference_function(_infer(spec, guarded))
@@ -191,7 +193,7 @@ def _elementwise_check_schema() -> OpSchema:
             ("op", OpSchema.AttrType.STRING), ("node", OpSchema.AttrType.STRING),
             ("auto_broadcast", OpSchema.AttrType.STRING), ("axis", OpSchema.AttrType.INT),
             ("allowzero", OpSchema.AttrType.INT), ("quiet", OpSchema.AttrType.INT),
-            ("elem_type", OpSchema.AttrType.INT))],
+            ("elem_type", OpSchema.AttrType.INT), ("max_output_bytes", OpSchema.AttrType.INT))],
     )
 
     def infer(ctx: Any) -> None:

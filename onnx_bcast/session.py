@@ -45,9 +45,11 @@ class InferenceSession(ort.InferenceSession):
     ``BroadcastError`` from ``run`` and leaves the session usable."""
 
     def __init__(self, model: str | os.PathLike | bytes | ModelProto, sess_options: ort.SessionOptions | None = None,
-                 providers: list[Any] | None = None, **kwargs: Any) -> None:
+                 providers: list[Any] | None = None, *, max_output_bytes: int | None = None, **kwargs: Any) -> None:
+        """``max_output_bytes`` limits every broadcast output of this session (default: the environment's
+        ``ONNX_BCAST_MAX_OUTPUT_BYTES``, else half of the machine's memory)."""
         schemas.register()
-        self.prepared_model = prepare(load_model(model), quiet=True)
+        self.prepared_model = prepare(load_model(model), quiet=True, max_output_bytes=max_output_bytes)
         options = sess_options
         if options is None:
             options = ort.SessionOptions()

@@ -253,3 +253,47 @@ def test_memory_guard_applies_to_elementwise_outputs() -> None:
     assert "node 'mul_node'" in report["run-time"] and size in report["run-time"]
     assert report["after"] == [100, 100]
     assert "node 'mul_node'" in report["static"] and size in report["static"]
+
+
+_SESSION_LIMIT_SCRIPT = textwrap.dedent("""
+    import json
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    import onnx_bcast
+    from tests.elementwise_util import elementwise_model
+    report = {}
+    def attempt(key, fn):
+        try:
+            report[key] = list(fn().shape)
+        except onnx_bcast.BroadcastError as err:
+            report[key] = str(err)
+    node = helper.make_node("Broadcast", ["x", "t"], ["y"], domain="onnx_bcast", name="limited")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None]),
+                                            helper.make_tensor_value_info("t", TensorProto.INT64, [None])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)],
+                              ir_version=10)
+    x, big, small = np.ones(3, np.float32), np.array([100, 3], np.int64), np.array([2, 3], np.int64)
+    limited = onnx_bcast.InferenceSession(model, max_output_bytes=1000)
+    attempt("broadcast limited", lambda: limited.run(None, {"x": x, "t": big})[0])
+    attempt("broadcast limited small", lambda: limited.run(None, {"x": x, "t": small})[0])
+    attempt("broadcast default", lambda: onnx_bcast.InferenceSession(model).run(None, {"x": x, "t": big})[0])
+    add = elementwise_model("Add", "numpy", -1, ["a0", "a1"], ["b0", "b1"], TensorProto.FLOAT)
+    a, b = np.ones((100, 1), np.float32), np.ones((1, 100), np.float32)
+    attempt("elementwise limited", lambda: onnx_bcast.InferenceSession(add, max_output_bytes=1000).run(
+        None, {"A": a, "B": b})[0])
+    attempt("elementwise default", lambda: onnx_bcast.InferenceSession(add).run(None, {"A": a, "B": b})[0])
+    print(json.dumps(report))
+""")
+
+
+def test_session_keyword_limits_outputs_of_that_session_only() -> None:
+    proc = subprocess.run([sys.executable, "-c", _SESSION_LIMIT_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "node 'limited'" in report["broadcast limited"]
+    assert "(100, 3) of float32 would take 1200 bytes, over the limit of 1000 bytes" in report["broadcast limited"]
+    assert report["broadcast limited small"] == [2, 3]
+    assert report["broadcast default"] == [100, 3]
+    assert "(100, 100) of float32 would take 40000 bytes, over the limit of 1000" in report["elementwise limited"]
+    assert report["elementwise default"] == [100, 100]
