@@ -32,8 +32,9 @@ def _check_file_size(path: Path) -> None:
 
 def _check_is_model(model: onnx.ModelProto, path: Path) -> None:
     """Protobuf parses many truncated or foreign files without complaint; a model has an IR version and a graph."""
-    if model.ir_version <= 0 or not model.HasField("graph"):
-        missing = "an IR version" if model.ir_version <= 0 else "a graph"
+    if model.ir_version <= 0 or not model.HasField("graph") or not model.opset_import:
+        missing = "IR version" if model.ir_version <= 0 else "graph" if not model.HasField("graph") else \
+            "opset import"
         raise UnsafeModel(f"{path}: not an ONNX model (no {missing}; truncated or not an .onnx file?)")
 
 

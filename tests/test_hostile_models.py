@@ -272,3 +272,18 @@ def test_convert_still_over_limit_without_tensors_is_refused(tmp_path: Path, mon
     assert len(err) == 1 and "over protobuf's limit of 50 bytes; nothing written" in err[0], err
     assert list(out_dir.iterdir()) == []
     assert hashlib.sha256(source.read_bytes()).hexdigest() == digest
+
+
+def test_a_file_cut_right_after_the_graph_is_not_a_model(tmp_path: Path) -> None:
+    """Protobuf parses a file that ends after the graph field: it has no opset import, so it is refused."""
+    source = onnx.load(str(Path(REPO_ROOT) / "models" / "nchw_bias_explicit.onnx"))
+    cut = onnx.ModelProto(ir_version=source.ir_version)
+    cut.graph.CopyFrom(source.graph)
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(cut.SerializeToString())
+    with pytest.raises(model_io.UnsafeModel, match="not an ONNX model .no opset import"):
+        model_io.load_model_file(path)
+    command = [sys.executable, "-m", "onnx_bcast.cli", "convert", str(path), "-o", str(tmp_path / "o.onnx")]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "no opset import" in proc.stderr
+    assert not (tmp_path / "o.onnx").exists()
