@@ -64,16 +64,22 @@ def _numpy_dims(a: list, b: list) -> list:
     return [x if x == y or y == 1 else y if x == 1 else None for x, y in zip(a, b, strict=True)]
 
 
+def _node_attributes(spec: OpSpec, ctx: Any) -> dict[str, Any]:
+    """The node's attributes with the spec's defaults for those it does not set."""
+    attrs = spec.defaults()
+    for name in attrs:
+        value = attribute_value(ctx.get_attribute(name))
+        if value is not None:
+            attrs[name] = value
+    return attrs
+
+
 def _infer_elementwise(spec: OpSpec):
     """Output type of an elementwise op: bool for comparisons, dims kept symbolic where the rule allows."""
     boolean = spec.output_type_param == "T1"
 
     def infer(ctx: Any) -> None:
-        attrs = spec.defaults()
-        for name in attrs:
-            value = attribute_value(ctx.get_attribute(name))
-            if value is not None:
-                attrs[name] = value
+        attrs = _node_attributes(spec, ctx)
         a, b = _dims(ctx.get_input_type(0)), _dims(ctx.get_input_type(1))
         static = [tuple(d) if d is not None and all(isinstance(x, int) for x in d) else None for d in (a, b)]
         try:
@@ -97,11 +103,7 @@ def _infer(spec: OpSpec, guarded: bool):
         return _infer_elementwise(spec)
 
     def infer(ctx: Any) -> None:
-        attrs = spec.defaults()
-        for name in attrs:
-            value = attribute_value(ctx.get_attribute(name))
-            if value is not None:
-                attrs[name] = value
+        attrs = _node_attributes(spec, ctx)
         n = ctx.get_num_inputs()
         while n and not ctx.has_input(n - 1):  # absent trailing optional inputs are not inputs
             n -= 1
