@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from onnx_bcast.models import MODELS_DIR
 
 import onnx_bcast
 from onnx_bcast.process_state import state
@@ -30,22 +31,16 @@ SIZES = ((50, 50), (32, 40), (7, 9), (1, 1), (0, 5))
 
 
 def build_model() -> onnx.ModelProto:
-    """nchw_bias_explicit with a run-time target_shape."""
-    bias = numpy_helper.from_array(np.random.default_rng(1).standard_normal(CHANNELS).astype(np.float32), "bias")
-    axes = numpy_helper.from_array(np.array([1], np.int64), "axes_mapping")
-    nodes = [
-        helper.make_node("Broadcast", ["bias", "target_shape", "axes_mapping"], ["bias_nchw"], domain="onnx_bcast",
-                         name="bias_broadcast", mode="explicit", axis=-1),
-        helper.make_node("Add", ["features", "bias_nchw"], ["biased"], name="bias_add"),
-    ]
-    graph = helper.make_graph(
-        nodes, "nchw_bias_runtime_target",
-        [helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, CHANNELS, None, None]),
-         helper.make_tensor_value_info("target_shape", TensorProto.INT64, [4])],
-        [helper.make_tensor_value_info("biased", TensorProto.FLOAT, [1, CHANNELS, None, None])],
-        initializer=[bias, axes])
-    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)]
-    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+    """The bundled nchw_bias_explicit with its target_shape initializer made a graph input (dims H, W free)."""
+    model = onnx.load(str(MODELS_DIR / "nchw_bias_explicit.onnx"))
+    graph = model.graph
+    kept = [t for t in graph.initializer if t.name != "target_shape"]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    graph.input.append(helper.make_tensor_value_info("target_shape", TensorProto.INT64, [4]))
+    for value in (graph.input[0], graph.output[0]):
+        value.CopyFrom(helper.make_tensor_value_info(value.name, TensorProto.FLOAT, [1, CHANNELS, None, None]))
+    return model
 
 
 def rss_bytes() -> int:
@@ -127,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-rss-growth", type=float, default=0.05)
     args = parser.parse_args(argv)
     model = build_model()
-    bias = numpy_helper.to_array(model.graph.initializer[0])
+    bias = next(numpy_helper.to_array(t) for t in model.graph.initializer if t.name == "bias")
     session = onnx_bcast.InferenceSession(model)
     run_threads(session, bias, args.threads, args.warmup, args.invalid_share, Tally())
     gc.collect()  # exceptions hold reference cycles (traceback <-> frame): count live memory, not garbage
