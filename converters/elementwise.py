@@ -34,21 +34,28 @@ class ElementwiseRule:
         return BroadcastError(self.op, self.mode, detail, facts.name, mode_attr="auto_broadcast")
 
     def rewrite(self, emit: Emitter, facts: NodeFacts, out_shape: tuple[int, ...] | None) -> None:
-        a, b = facts.inputs[0], facts.inputs[1]
-        attrs = {"fmod": int(facts.attrs["fmod"])} if self.op == "Mod" else {}
-        if self.op == "Mod" and not attrs["fmod"] and facts.types[0] in _FLOAT_TYPES:
+        form = self.standard_form(emit, facts)
+        b = self._align_pdpd(emit, facts, facts.inputs[1]) if self.mode == "pdpd" else facts.inputs[1]
+        self.emit_standard(emit, facts, b, form)
+
+    def standard_form(self, emit: Emitter, facts: NodeFacts) -> str:
+        """How the standard op is written at the emitter's opset; what it cannot express is a BroadcastError."""
+        if self.op == "Mod" and not int(facts.attrs["fmod"]) and facts.types[0] in _FLOAT_TYPES:
             raise self._fail(facts, "Mod of floating-point inputs needs fmod=1")
         try:
-            form = standard_form(self.op, emit.opset, facts.types[0])
+            return standard_form(self.op, emit.opset, facts.types[0])
         except ValueError as err:
             raise self._fail(facts, str(err)) from None
-        if self.mode == "pdpd":
-            b = self._align_pdpd(emit, facts, b)
+
+    def emit_standard(self, emit: Emitter, facts: NodeFacts, b: str, form: str) -> None:
+        """The standard op on A and ``b``, B already aligned for numpy broadcasting."""
+        a = facts.inputs[0]
         if form == "or_strict_equal":  # LessOrEqual/GreaterOrEqual before opset 12
             strict = emit.standard("Less" if self.op == "LessOrEqual" else "Greater", [a, b])
             equal = emit.standard("Equal", [a, b])
             emit.standard("Or", [strict, equal], facts.output)
             return
+        attrs = {"fmod": int(facts.attrs["fmod"])} if self.op == "Mod" else {}
         emit.standard(self.op, [a, b], facts.output, **attrs)
 
     def _align_pdpd(self, emit: Emitter, facts: NodeFacts, b: str) -> str:

@@ -21,6 +21,9 @@ import onnx.inliner
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_bcast import schemas
+from onnx_bcast.converters.elementwise import ElementwiseRule
+from onnx_bcast.converters.emit import Emitter
+from onnx_bcast.converters.facts import NodeFacts
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.memory_guard import check_output_size
 from onnx_bcast.model_walk import NameGenerator, all_graphs, all_node_lists, opset_version
@@ -28,20 +31,13 @@ from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.broadcast import canonical_mode
 from onnx_bcast.ops.broadcast_v0 import LIKE_V0, V0
 from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec
-from onnx_bcast.ops.elementwise import (
-    canonical_rule,
-    elementwise_shape,
-    pdpd_alignment,
-    pdpd_axes_plan,
-    standard_form,
-)
+from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape
 from onnx_bcast.ort_ops import DOMAIN, GUARDED_DOMAIN
 from onnx_bcast.runtime_limits import max_ir_version
 from onnx_bcast.static_facts import StaticFacts
 
 DEFAULT_OPSET = 13
 _CAST_TO_FLOAT = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
-_FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
 _INTEGER_TYPES = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64,
                   TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64)
 
@@ -199,17 +195,15 @@ class _Rewriter:
 
     def rewrite_elementwise(self, out: list[NodeProto], node: NodeProto, attrs: dict[str, Any], inputs: list[str],
                             label: str) -> None:
-        """The standard op on A and B aligned for numpy broadcasting, checked statically or by the guarded check."""
+        """The converter's rule, with the shapes checked here when static or by the guarded check at run time."""
         op, rule, axis = node.op_type, attrs["auto_broadcast"], int(attrs["axis"])
         a, b = inputs
-        std_attrs = {"fmod": int(attrs["fmod"])} if op == "Mod" else {}
-        if op == "Mod" and not std_attrs["fmod"] and self.types.get(a) in _FLOAT_TYPES:
-            raise BroadcastError(op, rule, "Mod of floating-point inputs needs fmod=1", label,
-                                 mode_attr="auto_broadcast")
-        try:
-            form = standard_form(op, self.opset, self.types.get(a))
-        except ValueError as err:
-            raise BroadcastError(op, rule, str(err), label, mode_attr="auto_broadcast") from None
+        facts = NodeFacts(op=op, name=label, attrs=attrs, inputs=[a, b], output=node.output[0],
+                          shapes=[self.shapes.get(a), self.shapes.get(b)], values=[None, None],
+                          types=[self.types.get(a), self.types.get(b)])
+        emitter = Emitter(self.names, self.opset, label, op, rule, allow_initializers=False,
+                          final_name=self.names(label))
+        standard = ElementwiseRule(op, rule)
         a_shape, b_shape = self.static_shape(a), self.static_shape(b)
         if a_shape is not None and b_shape is not None:
             try:
@@ -219,40 +213,12 @@ class _Rewriter:
                                       self.max_output_bytes, mode_attr="auto_broadcast")
             except BroadcastError as err:
                 raise err.with_node(label) from None
-            if rule == "pdpd":
-                b = self._pdpd_static(out, b, a_shape, b_shape, axis, label)
+            standard.rewrite(emitter, facts, out_shape)
         else:
-            b = self._checked(out, op, a, b, rule, axis, label)
-        if form == "or_strict_equal":  # LessOrEqual/GreaterOrEqual before opset 12
-            strict, equal = self.names(f"{label}_strict"), self.names(f"{label}_equal")
-            out.append(helper.make_node("Less" if op == "LessOrEqual" else "Greater", [a, b], [strict],
-                                        name=self.names(f"{strict}_op")))
-            out.append(helper.make_node("Equal", [a, b], [equal], name=self.names(f"{equal}_op")))
-            out.append(helper.make_node("Or", [strict, equal], [node.output[0]], name=self.names(label)))
-        else:
-            out.append(helper.make_node(op, [a, b], [node.output[0]], name=self.names(label), **std_attrs))
+            form = standard.standard_form(emitter, facts)
+            standard.emit_standard(emitter, facts, self._checked(out, op, a, b, rule, axis, label), form)
+        out.extend(emitter.nodes)
         self.used_standard = True
-
-    def _pdpd_static(self, out: list[NodeProto], b: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...],
-                     axis: int, label: str) -> str:
-        aligned = pdpd_alignment(a_shape, b_shape, axis)
-        if aligned[len(aligned) - len(b_shape):] == b_shape and set(aligned[:len(aligned) - len(b_shape)]) <= {1}:
-            return b  # numpy's right alignment already is the pdpd one
-        squeeze, unsqueeze = pdpd_axes_plan(len(a_shape), len(b_shape), axis)
-        if squeeze:
-            b = self._axes_op(out, "Squeeze", b, squeeze, label)
-        if unsqueeze:
-            b = self._axes_op(out, "Unsqueeze", b, unsqueeze, label)
-        return b
-
-    def _axes_op(self, out: list[NodeProto], op_type: str, x: str, axes: tuple[int, ...], label: str) -> str:
-        result = self.names(f"{label}_b_{op_type.lower()}")
-        if self.opset < 13:
-            out.append(helper.make_node(op_type, [x], [result], name=self.names(f"{result}_op"), axes=list(axes)))
-        else:
-            axes_name = self.const(out, f"{label}_{op_type.lower()}_axes", list(axes))
-            out.append(helper.make_node(op_type, [x, axes_name], [result], name=self.names(f"{result}_op")))
-        return result
 
     def _checked(self, out: list[NodeProto], op: str, a: str, b: str, rule: str, axis: int, label: str) -> str:
         shapes = []
