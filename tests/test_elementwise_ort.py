@@ -216,10 +216,11 @@ def test_invalid_runtime_shapes_raise_broadcast_error_and_the_session_survives()
     assert [msg for _, msg in report if msg.startswith("plain")] == ["plain shape [0]"] * 5
 
 
-_MEMORY_SCRIPT = textwrap.dedent("""
+# child-process scripts: attempt() records an output's shape, or the BroadcastError's message
+_REPORTING_PRELUDE = textwrap.dedent("""
     import json
     import numpy as np
-    from onnx import TensorProto
+    from onnx import TensorProto, helper
     import onnx_bcast
     from tests.elementwise_util import elementwise_model
     report = {}
@@ -228,6 +229,18 @@ _MEMORY_SCRIPT = textwrap.dedent("""
             report[key] = list(fn().shape)
         except onnx_bcast.BroadcastError as err:
             report[key] = str(err)
+""")
+
+
+def _run_report(script: str, env: dict[str, str] | None = None) -> dict:
+    """Run the prelude and ``script`` in a child process (a kernel abort cannot take pytest down); its report."""
+    proc = subprocess.run([sys.executable, "-c", _REPORTING_PRELUDE + script], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+_MEMORY_SCRIPT = textwrap.dedent("""
     big_a, big_b = np.ones((1000, 1), np.float32), np.ones((1, 1000), np.float32)
     attempt("kernel", lambda: onnx_bcast.elementwise("Mul", big_a, big_b))
     attempt("kernel keyword", lambda: onnx_bcast.elementwise("Mul", big_a[:10], big_b[:, :10], max_output_bytes=100))
@@ -242,11 +255,7 @@ _MEMORY_SCRIPT = textwrap.dedent("""
 
 
 def test_memory_guard_applies_to_elementwise_outputs() -> None:
-    env = {**os.environ, "ONNX_BCAST_MAX_OUTPUT_BYTES": "1000000"}
-    proc = subprocess.run([sys.executable, "-c", _MEMORY_SCRIPT], capture_output=True, text=True, timeout=120,
-                          env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = _run_report(_MEMORY_SCRIPT, env={**os.environ, "ONNX_BCAST_MAX_OUTPUT_BYTES": "1000000"})
     size = "output (1000, 1000) of float32 would take 4.0e+06 bytes, over the limit of 1.0e+06 bytes"
     assert report["kernel"].startswith("Mul(auto_broadcast=numpy)") and size in report["kernel"]
     assert "(10, 10) of float32 would take 400 bytes, over the limit of 100 bytes" in report["kernel keyword"]
@@ -256,17 +265,6 @@ def test_memory_guard_applies_to_elementwise_outputs() -> None:
 
 
 _SESSION_LIMIT_SCRIPT = textwrap.dedent("""
-    import json
-    import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
-    import onnx_bcast
-    from tests.elementwise_util import elementwise_model
-    report = {}
-    def attempt(key, fn):
-        try:
-            report[key] = list(fn().shape)
-        except onnx_bcast.BroadcastError as err:
-            report[key] = str(err)
     node = helper.make_node("Broadcast", ["x", "t"], ["y"], domain="onnx_bcast", name="limited")
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None]),
                                             helper.make_tensor_value_info("t", TensorProto.INT64, [None])],
@@ -288,9 +286,7 @@ _SESSION_LIMIT_SCRIPT = textwrap.dedent("""
 
 
 def test_session_keyword_limits_outputs_of_that_session_only() -> None:
-    proc = subprocess.run([sys.executable, "-c", _SESSION_LIMIT_SCRIPT], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = _run_report(_SESSION_LIMIT_SCRIPT)
     assert "node 'limited'" in report["broadcast limited"]
     assert "(100, 3) of float32 would take 1200 bytes, over the limit of 1000 bytes" in report["broadcast limited"]
     assert report["broadcast limited small"] == [2, 3]
