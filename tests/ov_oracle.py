@@ -98,6 +98,11 @@ def ov_broadcast_shape(
         )
     except RuntimeError:
         return None
+    return static_output_shape(node)
+
+
+def static_output_shape(node: ov.Node) -> tuple[int, ...]:
+    """The output shape OpenVINO's shape inference gave ``node`` (it must be static)."""
     shape = node.get_output_partial_shape(0)
     if not shape.is_static:
         raise AssertionError(f"OpenVINO inferred a dynamic shape {shape}")
