@@ -1,13 +1,21 @@
-"""Rewrite rules from onnx_bcast ops to standard ONNX: one rule per (op, mode), looked up in ``RULES``."""
+"""The standard-ONNX rule set: one rule per (op, mode), and the Expand elision that runs after them."""
 
 from __future__ import annotations
 
 from onnx_bcast.converters import broadcast_explicit, broadcast_to_target, broadcast_v0, elementwise
+from onnx_bcast.converters.expand_elision import elide_expands
+
+from onnx_bcast.lowering import RuleSet
 
 RULES = {(rule.op, rule.mode): rule for module in (broadcast_to_target, broadcast_explicit, broadcast_v0, elementwise)
          for rule in module.RULES}
 
 
-def rule_for(op: str, mode: str):
-    """The rule of an (op, canonical mode) pair, or None."""
-    return RULES.get((op, mode))
+def _newest_opset(requested: int | None) -> int:
+    from onnx_bcast.runtime_limits import max_opset  # probes onnxruntime: only for a model without a default opset
+
+    return requested if requested is not None else max_opset()
+
+
+STANDARD = RuleSet("standard-ONNX", RULES, inline_functions=False, default_opset=_newest_opset,
+                   finish_container=elide_expands)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from onnx_bcast.converters.emit import Emitter
-from onnx_bcast.converters.facts import NodeFacts
 from onnx_bcast.converters.shape_inputs import int64_input
+
+from onnx_bcast.binding import Bound
+from onnx_bcast.emitter import Emitter
 
 
 class ExplicitAxes:
@@ -18,36 +19,38 @@ class ExplicitAxes:
         self.op = op
         self.mode = "explicit"
 
-    def rewrite(self, emit: Emitter, facts: NodeFacts, out_shape: tuple[int, ...] | None) -> None:
-        data, rank = facts.inputs[0], facts.length(1)
-        axes = facts.ints(2)
-        data_rank = facts.rank(0)
+    def check(self, bound: Bound) -> str | None:
+        return None
+
+    def rewrite(self, emit: Emitter, bound: Bound) -> None:
+        data, rank, axes, data_rank = bound.inputs[0], bound.length(1), bound.ints(2), bound.rank(0)
+        out_shape = bound.out_shape
         if rank is not None and axes is not None and data_rank is not None:
             mapped = set(axes) if data_rank > 0 else set()
             new_axes = [i for i in range(rank) if i not in mapped]
-            data_shape = facts.static_shape(0)
+            data_shape = bound.static_shape(0)
             no_replication = (data_shape is not None and out_shape is not None
                               and _aligned(data_shape, axes, rank) == out_shape)
             if no_replication:
-                emit.unsqueeze(data, new_axes, facts.output) if new_axes else emit.identity(data, facts.output)
+                emit.unsqueeze(data, new_axes, bound.output) if new_axes else emit.identity(data, bound.output)
                 return
             leading = new_axes == list(range(len(new_axes)))  # Expand right-aligns: leading axes need no Unsqueeze
             aligned = emit.unsqueeze(data, new_axes) if new_axes and not leading else data
-            emit.expand(aligned, int64_input(emit, facts, 1, "target_shape"), facts.output, out_shape)
+            emit.expand(aligned, int64_input(emit, bound, 1, "target_shape"), bound.output, out_shape)
             return
-        if any(d == 0 for d in facts.shapes[0] or ()):  # a 0 in Reshape's shape means "copy" before allowzero
+        if any(d == 0 for d in bound.shapes[0] or ()):  # a 0 in Reshape's shape means "copy" before allowzero
             emit.require(14, "zero-size data with a run-time explicit mapping (Reshape allowzero)")
-        target = int64_input(emit, facts, 1, "target_shape")
+        target = int64_input(emit, bound, 1, "target_shape")
         ones = emit.ones_like_shape(emit.shape(target))
         if data_rank == 0:
             aligned_shape = ones
         else:
-            axes_in = int64_input(emit, facts, 2, "axes_mapping")
+            axes_in = int64_input(emit, bound, 2, "axes_mapping")
             data_shape = emit.shape(data)
             if data_rank is None:  # a scalar may carry one axis: scatter only as many axes as data has dims
                 axes_in = emit.prefix(axes_in, data_shape)
             aligned_shape = emit.scatter(ones, axes_in, data_shape)
-        emit.expand(emit.reshape(data, aligned_shape), target, facts.output, out_shape)
+        emit.expand(emit.reshape(data, aligned_shape), target, bound.output, out_shape)
 
 
 def _aligned(data_shape: tuple[int, ...], axes: tuple[int, ...], rank: int) -> tuple[int, ...]:

@@ -6,9 +6,10 @@ data must reach the target's last axis, so aligning it at ``axis`` is the same r
 
 from __future__ import annotations
 
-from onnx_bcast.converters.emit import Emitter
-from onnx_bcast.converters.facts import NodeFacts
 from onnx_bcast.converters.shape_inputs import int64_input
+
+from onnx_bcast.binding import Bound
+from onnx_bcast.emitter import Emitter
 
 
 class ExpandToTarget:
@@ -18,12 +19,15 @@ class ExpandToTarget:
         self.op = op
         self.mode = mode
 
-    def rewrite(self, emit: Emitter, facts: NodeFacts, out_shape: tuple[int, ...] | None) -> None:
-        data_shape = facts.static_shape(0)
-        if out_shape is not None and data_shape == out_shape:
-            emit.identity(facts.inputs[0], facts.output)
+    def check(self, bound: Bound) -> str | None:
+        return None
+
+    def rewrite(self, emit: Emitter, bound: Bound) -> None:
+        out_shape = bound.out_shape
+        if out_shape is not None and bound.static_shape(0) == out_shape:
+            emit.identity(bound.inputs[0], bound.output)
             return
-        emit.expand(facts.inputs[0], int64_input(emit, facts, 1, "target_shape"), facts.output, out_shape)
+        emit.expand(bound.inputs[0], int64_input(emit, bound, 1, "target_shape"), bound.output, out_shape)
 
 
 RULES = [ExpandToTarget(op, mode) for op in ("Broadcast", "Expand") for mode in ("numpy", "bidirectional", "pdpd")]

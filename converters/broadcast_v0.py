@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from onnx_bcast.converters.emit import Emitter
-from onnx_bcast.converters.facts import NodeFacts
-
-from onnx_bcast.errors import BroadcastError
+from onnx_bcast.binding import Bound
+from onnx_bcast.emitter import Emitter
 from onnx_bcast.ops.broadcast_v0 import like_axes
 
 
@@ -27,15 +25,18 @@ class BroadcastV0Rule:
 
     op, mode = "BroadcastV0", ""
 
-    def rewrite(self, emit: Emitter, facts: NodeFacts, out_shape: tuple[int, ...] | None) -> None:
-        shape = tuple(int(v) for v in facts.attrs["shape"])
-        axes = sorted(int(a) for a in facts.attrs["broadcast_axes"])
+    def check(self, bound: Bound) -> str | None:
+        return None
+
+    def rewrite(self, emit: Emitter, bound: Bound) -> None:
+        shape = tuple(int(v) for v in bound.attrs["shape"])
+        axes = sorted(int(a) for a in bound.attrs["broadcast_axes"])
         needs_expand = any(shape[a] != 1 for a in axes)
         target = None
         if needs_expand:  # the ORT form carries the shape as input 1 too: reuse it when it says the same
-            given = facts.ints(1) if len(facts.inputs) > 1 and facts.is_int64(1) else None
-            target = facts.inputs[1] if given == shape else emit.const_i64(shape, "shape")
-        _unsqueeze_expand(emit, facts.inputs[0], axes, target, needs_expand, facts.output, shape)
+            given = bound.ints(1) if len(bound.inputs) > 1 and bound.is_int64(1) else None
+            target = bound.inputs[1] if given == shape else emit.const_i64(shape, "shape")
+        _unsqueeze_expand(emit, bound.inputs[0], axes, target, needs_expand, bound.output, shape)
 
 
 class BroadcastLikeV0Rule:
@@ -43,21 +44,24 @@ class BroadcastLikeV0Rule:
 
     op, mode = "BroadcastLikeV0", ""
 
-    def rewrite(self, emit: Emitter, facts: NodeFacts, out_shape: tuple[int, ...] | None) -> None:
-        given = tuple(int(a) for a in facts.attrs["initial_broadcast_axes"])
-        arg_shape, like_shape = facts.static_shape(0), facts.static_shape(1)
-        if not given and (arg_shape is None or like_shape is None):
-            raise BroadcastError(self.op, "", "cannot convert: broadcast axes are deduced from the shapes of arg and "
-                                              "like_arg, which are not statically known; set initial_broadcast_axes",
-                                 facts.name)
+    def check(self, bound: Bound) -> str | None:
+        if not bound.attrs["initial_broadcast_axes"] and (bound.static_shape(0) is None
+                                                          or bound.static_shape(1) is None):
+            return ("cannot convert: broadcast axes are deduced from the shapes of arg and like_arg, which are not "
+                    "statically known; set initial_broadcast_axes")
+        return None
+
+    def rewrite(self, emit: Emitter, bound: Bound) -> None:
+        given = tuple(int(a) for a in bound.attrs["initial_broadcast_axes"])
+        arg_shape, like_shape = bound.static_shape(0), bound.static_shape(1)
         axes = sorted(like_axes(arg_shape or (), like_shape or (), given))
         if like_shape is not None:
             needs_expand = any(like_shape[a] != 1 for a in axes)
             target = emit.const_i64(like_shape, "like_shape") if needs_expand else None
         else:
             needs_expand = True
-            target = emit.shape(facts.inputs[1])
-        _unsqueeze_expand(emit, facts.inputs[0], axes, target, needs_expand, facts.output, like_shape)
+            target = emit.shape(bound.inputs[1])
+        _unsqueeze_expand(emit, bound.inputs[0], axes, target, needs_expand, bound.output, like_shape)
 
 
 RULES = [BroadcastV0Rule(), BroadcastLikeV0Rule()]

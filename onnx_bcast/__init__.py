@@ -9,12 +9,21 @@ from onnx_bcast.ops.broadcast_v0 import broadcast_like_v0, broadcast_v0
 from onnx_bcast.ops.elementwise import elementwise, elementwise_shape
 from onnx_bcast.prepare import prepare
 from onnx_bcast.schemas import register as register_schemas
-from onnx_bcast.session import InferenceSession, session_options
 
 DOMAIN = "onnx_bcast"
 __version__ = "0.1.0"
 
 register_schemas()
+
+_LAZY = {"InferenceSession", "session_options"}  # they import onnxruntime: only when first used
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from onnx_bcast import session
+
+        return getattr(session, name)
+    raise AttributeError(f"module 'onnx_bcast' has no attribute {name!r}")
 
 __all__ = [
     "DOMAIN",

@@ -11,10 +11,11 @@ from onnx.reference import ReferenceEvaluator
 
 from onnx_bcast.convert import convert_with_report
 from onnx_bcast.inputs import random_feeds
+from onnx_bcast.model_io import load_model
 from onnx_bcast.model_walk import all_node_lists
 from onnx_bcast.models import bundled_models
 from onnx_bcast.schemas import DOMAIN
-from onnx_bcast.session import InferenceSession, load_model
+from onnx_bcast.session import InferenceSession
 from onnx_bcast.verify import identical
 
 

@@ -1,4 +1,4 @@
-"""Writing models safely: to a temporary file beside the target, then renamed; external data when large."""
+"""Reading and writing model files safely: size and location checks on load, atomic writes on save."""
 
 from __future__ import annotations
 
@@ -58,6 +58,19 @@ def _all_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:
                     tensors.append(attr.t)
                 tensors.extend(attr.tensors)
     return tensors
+
+
+def load_model(model: str | os.PathLike | bytes | onnx.ModelProto) -> onnx.ModelProto:
+    """A ModelProto from a path, serialized bytes or a ModelProto (returned as it is).
+
+    A file is checked as ``onnx-bcast`` checks it: under protobuf's 2 GiB limit, parsed to a model with a graph,
+    external data read only from inside its folder.
+    """
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, (bytes, bytearray)):
+        return onnx.load_from_string(bytes(model))
+    return load_model_file(Path(os.fspath(model)))[0]
 
 
 def load_model_file(path: Path) -> tuple[onnx.ModelProto, bool]:

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import onnx
-from onnx import AttributeProto, GraphProto, ModelProto
+from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto
+
+
+class NodeList(NamedTuple):
+    """One node container with the opsets it sees; ``in_function``: inside a model-local function."""
+
+    container: GraphProto | FunctionProto
+    opsets: list[onnx.OperatorSetIdProto]
+    in_function: bool
 
 
 def subgraphs(graph: GraphProto) -> Iterator[GraphProto]:
@@ -27,48 +36,63 @@ def all_graphs(model: ModelProto) -> Iterator[GraphProto]:
     yield from subgraphs(model.graph)
 
 
-def all_node_lists(model: ModelProto) -> Iterator[tuple[object, list[onnx.OperatorSetIdProto]]]:
-    """Every node container (graphs, subgraphs, functions and their subgraphs) with the opsets it sees."""
+def node_lists(model: ModelProto) -> Iterator[NodeList]:
+    """Every node container (graphs, subgraphs, functions and their subgraphs), parents before children."""
     for graph in all_graphs(model):
-        yield graph, list(model.opset_import)
+        yield NodeList(graph, list(model.opset_import), False)
     for function in model.functions:
-        yield function, list(function.opset_import)
+        opsets = list(function.opset_import)
+        yield NodeList(function, opsets, True)
         for node in function.node:
             for attr in node.attribute:
                 graphs = [attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs)
                 for g in graphs:
-                    yield g, list(function.opset_import)
+                    yield NodeList(g, opsets, True)
                     for sub in subgraphs(g):
-                        yield sub, list(function.opset_import)
+                        yield NodeList(sub, opsets, True)
+
+
+def all_node_lists(model: ModelProto) -> Iterator[tuple[GraphProto | FunctionProto, list[onnx.OperatorSetIdProto]]]:
+    """Every node container with the opsets it sees (``node_lists`` without the function flag)."""
+    for entry in node_lists(model):
+        yield entry.container, entry.opsets
 
 
 class NameGenerator:
     """Fresh names that collide with nothing in the model (values, nodes, functions)."""
 
-    def __init__(self, model: ModelProto) -> None:
+    def __init__(self, model: ModelProto | None = None) -> None:
         self._used: set[str] = set()
-        for container, _ in all_node_lists(model):
-            for node in container.node:
-                self._used.add(node.name)
-                self._used.update(node.input)
-                self._used.update(node.output)
-            if isinstance(container, GraphProto):
-                self._used.update(v.name for v in container.input)
-                self._used.update(v.name for v in container.output)
-                self._used.update(v.name for v in container.value_info)
-                self._used.update(t.name for t in container.initializer)
-                self._used.update(t.values.name for t in container.sparse_initializer)
-            else:
-                self._used.update(container.input)
-                self._used.update(container.output)
-        self._used.discard("")
+        self._next: dict[str, int] = {}
+        for entry in node_lists(model) if model is not None else ():
+            self.reserve(entry.container)
+
+    def reserve(self, container: GraphProto | FunctionProto) -> None:
+        """Every name one container uses (its nodes, values and, for graphs, initializers) is taken."""
+        used = self._used
+        for node in container.node:
+            used.add(node.name)
+            used.update(node.input)
+            used.update(node.output)
+        if isinstance(container, GraphProto):
+            used.update(v.name for v in container.input)
+            used.update(v.name for v in container.output)
+            used.update(v.name for v in container.value_info)
+            used.update(t.name for t in container.initializer)
+            used.update(t.values.name for t in container.sparse_initializer)
+        else:
+            used.update(container.input)
+            used.update(container.output)
+        used.discard("")
 
     def __call__(self, hint: str) -> str:
+        """A fresh name: ``hint``, else ``hint_1``, ``hint_2``, ... (counting on from the last one given)."""
         name = hint
-        k = 1
+        k = self._next.get(hint, 1)
         while name in self._used:
             name = f"{hint}_{k}"
             k += 1
+        self._next[hint] = k
         self._used.add(name)
         return name
 

@@ -1,7 +1,8 @@
-"""The one place that touches onnxruntime-extensions' private Python-op bridge: a faster output path.
+"""The one place that touches onnxruntime-extensions' private Python-op bridge: declaring ops, a faster output path.
 
-The stock hook returns every output through ``ndarray.tolist()``. Its C++ side copies from any contiguous
-array of the output's element size, so we hand it contiguous arrays of the declared dtype instead. String
+``declare`` registers a Python op and remembers its id (``_nativedef.obj_id``). The stock hook returns every
+output through ``ndarray.tolist()``. Its C++ side copies from any contiguous array of the output's element size,
+so we hand it contiguous arrays of the declared dtype instead. String
 outputs and outputs of other packages' ops whose type is left open keep the stock list path, so their
 behaviour is unchanged. ``tests/test_ort_marshal.py`` fails loudly if the private API moves.
 """
@@ -12,10 +13,16 @@ import threading
 from typing import Any
 
 import numpy as np
-from onnxruntime_extensions import PyCustomOpDef
+from onnxruntime_extensions import PyCustomOpDef, onnx_op
 from onnxruntime_extensions import _ocos as ocos
 
 from onnx_bcast.process_state import state
+
+
+def declare(op_type: str, inputs: list[int], outputs: list[int], attrs: dict[str, int], kernel: Any) -> None:
+    """Register ``kernel`` as the Python op ``domain::name``, marked as ours for the array output path."""
+    opdef = onnx_op(op_type=op_type, inputs=inputs, outputs=outputs, attrs=dict(attrs))(kernel)
+    state().our_op_ids.add(opdef._nativedef.obj_id)
 
 _NUMPY_OF: dict[int, np.dtype] = {
     PyCustomOpDef.dt_float: np.dtype(np.float32),

@@ -171,7 +171,7 @@ def register() -> None:
     for spec in OP_SPECS:
         if not onnx.defs.has(spec.name, DOMAIN):
             onnx.defs.register_schema(_schema(spec, DOMAIN, guarded=False))
-        has_guarded_form = spec.family == "broadcast" and spec.name != "Expand"
+        has_guarded_form = spec.family != "elementwise"  # a Python kernel moves the data
         if has_guarded_form and not onnx.defs.has(spec.name, GUARDED_DOMAIN):
             onnx.defs.register_schema(_schema(spec, GUARDED_DOMAIN, guarded=True))
     if not onnx.defs.has(ELEMENTWISE_CHECK, GUARDED_DOMAIN):

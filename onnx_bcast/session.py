@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any
 
-import onnx
 import onnxruntime as ort
 from onnx import ModelProto
 
 from onnx_bcast import ort_ops, schemas
-from onnx_bcast.model_io import load_model_file
+from onnx_bcast.model_io import load_model
 from onnx_bcast.prepare import prepare
 from onnx_bcast.process_state import take_error
 
@@ -25,19 +23,6 @@ def session_options(options: ort.SessionOptions | None = None) -> ort.SessionOpt
     options = options if options is not None else ort.SessionOptions()
     options.register_custom_ops_library(ort_ops.library_path())
     return options
-
-
-def load_model(model: str | os.PathLike | bytes | ModelProto) -> ModelProto:
-    """A ModelProto from a path, serialized bytes or a ModelProto.
-
-    A file is checked as ``onnx-bcast`` checks it: under protobuf's 2 GiB limit, parsed to a model with a graph,
-    external data read only from inside its folder.
-    """
-    if isinstance(model, ModelProto):
-        return model
-    if isinstance(model, (bytes, bytearray)):
-        return onnx.load_from_string(bytes(model))
-    return load_model_file(Path(os.fspath(model)))[0]
 
 
 class InferenceSession(ort.InferenceSession):

@@ -9,7 +9,7 @@ import onnx
 from onnx import GraphProto, ModelProto, NodeProto, numpy_helper
 
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.model_walk import all_node_lists
+from onnx_bcast.model_walk import node_lists
 
 Dims = tuple[int | None, ...]
 logger = logging.getLogger("onnx_bcast.static_facts")
@@ -32,11 +32,18 @@ class StaticFacts:
         except Exception as err:  # only a source of facts; callers fall back to run-time forms
             logger.debug("shape inference failed: %s", err)
             inferred = model
-        for container, _ in all_node_lists(inferred):
-            if isinstance(container, GraphProto):
-                self._graph(container)
-            for node in container.node:
+        for entry in node_lists(inferred):
+            if isinstance(entry.container, GraphProto):
+                self._graph(entry.container)
+            for node in entry.container.node:
                 self._constant(node)
+
+    @classmethod
+    def empty(cls) -> StaticFacts:
+        """Facts that know nothing (for a model with nothing to ask about)."""
+        facts = cls.__new__(cls)
+        facts.shapes, facts.types, facts.values = {}, {}, {}
+        return facts
 
     def _graph(self, graph: GraphProto) -> None:
         inputs = {v.name for v in graph.input}

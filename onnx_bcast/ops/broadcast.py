@@ -193,9 +193,10 @@ def expand(data: Any, shape: Any, axes_mapping: Any = None, *, mode: str = "bidi
 
 
 def _kernel(op: str):
-    def run(inputs: list[np.ndarray | None], attrs: dict[str, Any]) -> np.ndarray:
+    def run(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None) -> np.ndarray:
         data, target, axes = (list(inputs) + [None, None])[:3]
-        return broadcast(data, target, axes, mode=attrs["mode"], axis=attrs["axis"], op=op)
+        return broadcast(data, target, axes, mode=attrs["mode"], axis=attrs["axis"], op=op,
+                         max_output_bytes=max_output_bytes)
     return run
 
 

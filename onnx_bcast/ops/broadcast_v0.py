@@ -84,11 +84,12 @@ def broadcast_like_v0(arg: Any, like_arg: Any, initial_broadcast_axes: Any = (),
                         max_output_bytes=max_output_bytes)
 
 
-def _v0_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any]) -> np.ndarray:
+def _v0_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None
+               ) -> np.ndarray:
     # ORT form: list attributes travel as inputs 1 and 2; the attributes win when the inputs are absent
     shape = inputs[1] if len(inputs) > 1 and inputs[1] is not None else attrs["shape"]
     axes = inputs[2] if len(inputs) > 2 and inputs[2] is not None else attrs["broadcast_axes"]
-    return broadcast_v0(inputs[0], shape, axes)
+    return broadcast_v0(inputs[0], shape, axes, max_output_bytes=max_output_bytes)
 
 
 def _v0_static(shapes: list[Shape | None], values: list[np.ndarray | None], attrs: dict[str, Any]) -> Shape | None:
@@ -97,9 +98,10 @@ def _v0_static(shapes: list[Shape | None], values: list[np.ndarray | None], attr
     return broadcast_v0_shape(shapes[0], attrs["shape"], attrs["broadcast_axes"])
 
 
-def _like_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any]) -> np.ndarray:
+def _like_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None
+                 ) -> np.ndarray:
     axes = inputs[2] if len(inputs) > 2 and inputs[2] is not None else attrs["initial_broadcast_axes"]
-    return broadcast_like_v0(inputs[0], inputs[1], axes)
+    return broadcast_like_v0(inputs[0], inputs[1], axes, max_output_bytes=max_output_bytes)
 
 
 def _like_static(shapes: list[Shape | None], values: list[np.ndarray | None], attrs: dict[str, Any]) -> Shape | None:
@@ -132,7 +134,7 @@ BROADCAST_LIKE_V0 = OpSpec(
     doc="nGraph v0 BroadcastLike: broadcast arg to like_arg's shape.",
     inputs=(
         Input("arg", "T", doc="the tensor to broadcast"),
-        Input("like_arg", "T2", doc="only its shape is used"),
+        Input("like_arg", "T2", doc="only its shape is used", shape_only=True),
         Input("initial_broadcast_axes_input", "T_SHAPE", optional=True,
               doc="ONNX Runtime form: the 'initial_broadcast_axes' attribute as a tensor"),
     ),

@@ -36,6 +36,7 @@ class Input:
     type_param: str
     optional: bool = False
     doc: str = ""
+    shape_only: bool = False  # only its shape is read (the ORT form passes Shape(input) instead)
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,8 @@ class OpSpec:
     attrs: tuple[Attr, ...]
     type_constraints: tuple[tuple[str, tuple[str, ...]], ...]
     output_type_param: str
-    # kernel(inputs, attrs) -> output; inputs may contain None for absent optional inputs
-    kernel: Callable[[list[np.ndarray | None], dict[str, Any]], np.ndarray]
+    # kernel(inputs, attrs, max_output_bytes) -> output; inputs may contain None for absent optional inputs
+    kernel: Callable[[list[np.ndarray | None], dict[str, Any], int | None], np.ndarray]
     # static_shape(input_shapes, input_values, attrs) -> output shape, or None when unknown
     static_shape: Callable[[list[Shape | None], list[np.ndarray | None], dict[str, Any]], Shape | None]
     # the 'mode' shown in error messages, from the attributes

@@ -189,10 +189,10 @@ def standard_form(op: str, opset: int, elem: int | None) -> str:
 
 
 def _kernel(op: str) -> Callable[[list[np.ndarray | None], dict[str, Any]], np.ndarray]:
-    def run(inputs: list[np.ndarray | None], attrs: dict[str, Any]) -> np.ndarray:
+    def run(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None) -> np.ndarray:
         extra = {"fmod": int(attrs["fmod"])} if "fmod" in attrs else {}
         return elementwise(op, inputs[0], inputs[1], auto_broadcast=attrs["auto_broadcast"], axis=int(attrs["axis"]),
-                           **extra)
+                           max_output_bytes=max_output_bytes, **extra)
     return run
 
 

@@ -1,4 +1,4 @@
-"""Opset-aware emission of standard ONNX nodes: one function per op form, decided here and nowhere else."""
+"""The one emitter of every rule set: one method per op form, each opset-dependent choice made here only."""
 
 from __future__ import annotations
 
@@ -8,40 +8,59 @@ import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.model_walk import NameGenerator
+from onnx_bcast.ops.elementwise import standard_form
 
 
 class Emitter:
     """Collects the nodes (and initializers) that replace one onnx_bcast node."""
 
-    def __init__(self, names, opset: int, node_name: str, op: str, mode: str, allow_initializers: bool,
-                 final_name: str | None = None) -> None:
+    def __init__(self, names: NameGenerator, opset: int, node_name: str, op: str, mode: str,
+                 allow_initializers: bool, final_name: str | None = None, mode_attr: str = "mode") -> None:
         self.names = names
         self.final_name = node_name if final_name is None else final_name  # "" keeps an unnamed node unnamed
         self.opset = opset
         self.node_name = node_name
         self.op = op
         self.mode = mode
+        self.mode_attr = mode_attr
         self.allow_initializers = allow_initializers
         self.nodes: list[NodeProto] = []
         self.initializers: list[TensorProto] = []
+        self.domains: set[str] = set()  # the non-default domains of the nodes emitted
+        self.expands: list[tuple[NodeProto, tuple[int, ...]]] = []  # final Expands with a static output shape
         self.final_name_used = False
+
+    @property
+    def allowzero(self) -> bool:
+        """Whether ``Reshape`` can take a 0 in its shape literally (``allowzero``, opset 14)."""
+        return self.opset >= 14
 
     # -- helpers ---------------------------------------------------------------------------------------------
     def require(self, min_opset: int, what: str) -> None:
         """Fail with the minimum opset when the model's opset cannot express ``what``."""
         if self.opset < min_opset:
-            raise BroadcastError(self.op, self.mode, f"{what} needs default-domain opset >= {min_opset}; "
-                                                     f"the model uses opset {self.opset}", self.node_name)
+            raise self.fail(f"{what} needs default-domain opset >= {min_opset}; the model uses opset {self.opset}")
 
-    def _node(self, op_type: str, inputs: Sequence[str], output: str | None, **attrs) -> str:
-        out = output or self.names(f"{self.node_name}_{op_type.lower()}")
-        if output is not None and not self.final_name_used:
+    def fail(self, detail: str) -> BroadcastError:
+        """A BroadcastError naming the node being rewritten."""
+        return BroadcastError(self.op, self.mode, detail, self.node_name, mode_attr=self.mode_attr)
+
+    def _node(self, op_type: str, inputs: Sequence[str], output: str | None, domain: str = "", **attrs) -> str:
+        return self._multi(op_type, inputs, [output], domain, **attrs)[0]
+
+    def _multi(self, op_type: str, inputs: Sequence[str], outputs: Sequence[str | None], domain: str = "",
+               **attrs) -> list[str]:
+        outs = [out or self.names(f"{self.node_name}_{op_type.lower()}") for out in outputs]
+        if outputs[0] is not None and not self.final_name_used:
             name = self.final_name  # the node that produces the original output keeps the original name
             self.final_name_used = True
         else:
             name = self.names(f"{self.node_name}/{op_type}")
-        self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=name, **attrs))
-        return out
+        self.nodes.append(helper.make_node(op_type, list(inputs), outs, name=name, domain=domain or None, **attrs))
+        if domain:
+            self.domains.add(domain)
+        return outs
 
     def const_i64(self, values: Sequence[int], hint: str = "const") -> str:
         """An int64 1-D constant: an initializer in graphs, a Constant node in functions."""
@@ -67,7 +86,10 @@ class Emitter:
         """
         self.require(8, "Expand")
         if static_out is None or 0 not in static_out:
-            return self._node("Expand", [x, shape], output)
+            out = self._node("Expand", [x, shape], output)
+            if static_out is not None:
+                self.expands.append((self.nodes[-1], tuple(static_out)))
+            return out
         ones = [d if d != 0 else 1 for d in static_out]
         expanded = self._node("Expand", [x, self.const_i64(ones, "shape_nonzero")], None)
         return self.slice_to(expanded, static_out, output)
@@ -96,14 +118,37 @@ class Emitter:
         """A standard op that needs no opset-dependent form (``Add``, ``Mod``, ``Equal``, ...)."""
         return self._node(op_type, inputs, output, **attrs)
 
+    def elementwise_form(self, op: str, elem: int | None) -> str:
+        """How the standard elementwise ``op`` on ``elem`` is written at this opset (see ``elementwise``)."""
+        try:
+            return standard_form(op, self.opset, elem)
+        except ValueError as err:
+            raise self.fail(str(err)) from None
+
+    def elementwise(self, op: str, a: str, b: str, output: str, form: str, **attrs) -> str:
+        """The standard ``op(a, b)``; before opset 12 ``LessOrEqual``/``GreaterOrEqual`` as ``Or(strict, Equal)``."""
+        if form == "or_strict_equal":  # exact, NaN included: both parts are false for NaN
+            strict = self.standard("Less" if op == "LessOrEqual" else "Greater", [a, b])
+            equal = self.standard("Equal", [a, b])
+            return self.standard("Or", [strict, equal], output)
+        return self.standard(op, [a, b], output, **attrs)
+
+    def custom(self, op_type: str, domain: str, inputs: Sequence[str], outputs: Sequence[str | None],
+               **attrs) -> list[str]:
+        """A node of another domain (our ORT kernels); ``None`` outputs get fresh names."""
+        return self._multi(op_type, inputs, outputs, domain, **attrs)
+
     def reshape(self, x: str, shape: str, output: str | None = None, may_hold_zero: bool = True) -> str:
         self.require(5, "Reshape with a shape input")
-        if may_hold_zero and self.opset >= 14:
+        if may_hold_zero and self.allowzero:
             return self._node("Reshape", [x, shape], output, allowzero=1)
         return self._node("Reshape", [x, shape], output)
 
+    def cast(self, x: str, to: int, output: str | None = None) -> str:
+        return self._node("Cast", [x], output, to=to)
+
     def cast_i64(self, x: str) -> str:
-        return self._node("Cast", [x], None, to=TensorProto.INT64)
+        return self.cast(x, TensorProto.INT64)
 
     def shape(self, x: str) -> str:
         return self._node("Shape", [x], None)

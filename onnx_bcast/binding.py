@@ -1,0 +1,192 @@
+"""A node of ours bound to a validated view: attributes with defaults, padded inputs, static facts, output shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import NodeProto, TensorProto
+
+from onnx_bcast import schemas
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.ops import SPEC_BY_NAME
+from onnx_bcast.ops.broadcast import canonical_mode
+from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec
+from onnx_bcast.ops.elementwise import canonical_rule
+from onnx_bcast.static_facts import Dims, StaticFacts
+
+DOMAIN = schemas.DOMAIN
+INTEGER_TYPES = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64,
+                 TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64)
+
+
+def node_label(node: NodeProto, index: int) -> str:
+    """A node's name, or a stable stand-in for an unnamed node."""
+    return node.name or f"{node.op_type}#{index}"
+
+
+@dataclass
+class Declared:
+    """What a node says of itself, validated: its spec, label, attributes (defaults filled) and padded inputs."""
+
+    node: NodeProto
+    spec: OpSpec
+    label: str
+    attrs: dict[str, Any]
+    inputs: list[str]  # padded to the spec's arity, "" for an absent input
+
+    @property
+    def op(self) -> str:
+        return self.node.op_type
+
+    @property
+    def mode(self) -> str:
+        """The broadcast rule: ``mode`` of the broadcasts, ``auto_broadcast`` of the elementwise ops, else ""."""
+        return str(self.attrs.get(self.spec.mode_attr, "")) if self.spec.mode_attr in self.attrs else ""
+
+    @property
+    def output(self) -> str:
+        return self.node.output[0]
+
+    def fail(self, detail: str) -> BroadcastError:
+        """A BroadcastError naming this node, its op and its mode."""
+        return BroadcastError(self.op, self.mode, detail, self.label, mode_attr=self.spec.mode_attr)
+
+
+def declare(node: NodeProto, index: int) -> Declared:
+    """Validate a node of ours on its own (op known, attributes, input and output count); no static facts."""
+    label = node_label(node, index)
+    spec = SPEC_BY_NAME.get(node.op_type)
+    if spec is None:
+        raise BroadcastError(node.op_type, "", f"is not an op of domain {DOMAIN!r} "
+                                               f"(known: {', '.join(sorted(SPEC_BY_NAME))})", label)
+    return Declared(node, spec, label, read_attributes(node, spec, label), padded_inputs(node, spec, label))
+
+
+def read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any]:
+    """The node's attributes with defaults filled; wrong names, kinds, references and modes are BroadcastErrors."""
+    known = {a.name: a for a in spec.attrs}
+    attrs = spec.defaults()
+    for attr in node.attribute:
+        decl = known.get(attr.name)
+        if decl is None:
+            raise BroadcastError(node.op_type, "", f"unknown attribute {attr.name!r}", label)
+        if attr.ref_attr_name:
+            raise BroadcastError(node.op_type, "", f"attribute {attr.name!r} refers to function attribute "
+                                                   f"{attr.ref_attr_name!r}; only literal attributes can be "
+                                                   "converted", label)
+        if attr.type != ATTR_PROTO_KIND[decl.kind]:
+            kind = onnx.AttributeProto.AttributeType.Name(attr.type)
+            raise BroadcastError(node.op_type, "", f"attribute {attr.name!r} must be {decl.kind}, got {kind}", label)
+        attrs[attr.name] = schemas.attribute_value(attr)
+    missing = [name for name, value in attrs.items() if value is None]
+    if missing:
+        raise BroadcastError(node.op_type, "", f"missing required attribute(s) {missing}", label)
+    try:
+        if "mode" in attrs:
+            attrs["mode"] = canonical_mode(attrs["mode"], node.op_type)
+        if "auto_broadcast" in attrs:
+            attrs["auto_broadcast"] = canonical_rule(attrs["auto_broadcast"], node.op_type)
+    except BroadcastError as err:
+        raise err.with_node(label) from None
+    return attrs
+
+
+def padded_inputs(node: NodeProto, spec: OpSpec, label: str) -> list[str]:
+    """The node's inputs padded to the spec's arity; a wrong count or a missing required input is an error."""
+    inputs = list(node.input)
+    while inputs and inputs[-1] == "":
+        inputs.pop()
+    required = sum(1 for i in spec.inputs if not i.optional)
+    if not required <= len(inputs) <= len(spec.inputs) or any(name == "" for name in inputs[:required]):
+        names = ", ".join(i.name + ("?" if i.optional else "") for i in spec.inputs)
+        raise BroadcastError(node.op_type, "", f"takes inputs ({names}), got {len(node.input)}: {list(node.input)}",
+                             label)
+    if len(node.output) != 1 or node.output[0] == "":
+        raise BroadcastError(node.op_type, "", f"has exactly one output, got {list(node.output)}", label)
+    return inputs + [""] * (len(spec.inputs) - len(inputs))
+
+
+@dataclass
+class Bound(Declared):
+    """A declared node with what is statically known of its inputs (None: unknown) and its output shape."""
+
+    shapes: list[Dims | None]  # per input: dims (None for an unknown dim), or None for an unknown rank
+    types: list[int | None]  # per input: ONNX element type
+    values: list[np.ndarray | None]  # per input: constant values
+    out_shape: tuple[int, ...] | None  # the static output shape, validated
+    in_function: bool
+
+    def static_shape(self, i: int) -> tuple[int, ...] | None:
+        """Input ``i``'s shape when every dim is known."""
+        dims = self.shapes[i]
+        if dims is None or any(d is None for d in dims):
+            return None
+        return tuple(int(d) for d in dims)
+
+    def rank(self, i: int) -> int | None:
+        dims = self.shapes[i]
+        return None if dims is None else len(dims)
+
+    def ints(self, i: int) -> tuple[int, ...] | None:
+        """Input ``i``'s constant integer values."""
+        value = self.values[i]
+        return None if value is None else tuple(int(v) for v in np.asarray(value).reshape(-1).tolist())
+
+    def length(self, i: int) -> int | None:
+        """The length of 1-D input ``i`` (from its value or its shape)."""
+        values = self.ints(i)
+        if values is not None:
+            return len(values)
+        dims = self.shapes[i]
+        return dims[0] if dims is not None and len(dims) == 1 else None
+
+    def is_int64(self, i: int) -> bool:
+        return self.types[i] == TensorProto.INT64
+
+
+def bind(declared: Declared, facts: StaticFacts, in_function: bool = False) -> Bound:
+    """Attach the static facts and validate them; inside a function only constants are known (values are typed
+    per call site)."""
+    names = declared.inputs
+    values = [facts.values.get(n) if n else None for n in names]
+    if in_function:
+        shapes: list[Dims | None] = [None] * len(names)
+        types: list[int | None] = [None] * len(names)
+    else:
+        shapes = [facts.shapes.get(n) if n else None for n in names]
+        types = [facts.types.get(n) if n else None for n in names]
+    _check_shape_inputs(declared, types, shapes)
+    inferred = None if in_function else facts.shapes.get(declared.output)
+    out_shape = _static_output(declared, shapes, values, inferred)
+    return Bound(declared.node, declared.spec, declared.label, declared.attrs, names, shapes, types, values,
+                 out_shape, in_function)
+
+
+def _check_shape_inputs(declared: Declared, types: list[int | None], shapes: list[Dims | None]) -> None:
+    """Shape-like inputs (target_shape, axes, ...) whose type or rank is known must be 1-D integer tensors."""
+    for formal, name, elem, dims in zip(declared.spec.inputs, declared.inputs, types, shapes, strict=True):
+        if formal.type_param != "T_SHAPE" or not name:
+            continue
+        if elem is not None and elem not in INTEGER_TYPES:
+            raise BroadcastError(declared.op, "", f"{formal.name} must be an integer tensor, got "
+                                                  f"{TensorProto.DataType.Name(elem)}", declared.label)
+        if dims is not None and len(dims) != 1:
+            raise BroadcastError(declared.op, "", f"{formal.name} must be 1-D, got rank {len(dims)}", declared.label)
+
+
+def _static_output(declared: Declared, shapes: list[Dims | None], values: list[np.ndarray | None],
+                   inferred: Dims | None) -> tuple[int, ...] | None:
+    """The validated output shape where statically known (our schema computed a fully static inferred shape)."""
+    if inferred is not None and all(d is not None for d in inferred):
+        return tuple(int(d) for d in inferred)
+    present = len(declared.inputs)
+    while present and not declared.inputs[present - 1]:  # absent trailing optional inputs are not inputs
+        present -= 1
+    static = [None if s is None or any(d is None for d in s) else tuple(int(d) for d in s) for s in shapes[:present]]
+    try:
+        return declared.spec.static_shape(static, list(values[:present]), declared.attrs)
+    except BroadcastError as err:
+        raise err.with_node(declared.label) from None

@@ -1,0 +1,205 @@
+"""The one lowering pass: our nodes validated, static facts gathered once, each node rewritten by its rule set."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import onnx
+import onnx.inliner
+from onnx import FunctionProto, GraphProto, ModelProto, NodeProto, helper
+
+from onnx_bcast import schemas
+from onnx_bcast.binding import Bound, Declared, bind, declare
+from onnx_bcast.emitter import Emitter
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.model_walk import NameGenerator, NodeList, node_lists, opset_version
+from onnx_bcast.ops import SPEC_BY_NAME
+from onnx_bcast.static_facts import StaticFacts
+
+DOMAIN = schemas.DOMAIN
+SAFE_IR_VERSION = 10  # every supported onnxruntime (>= 1.18) loads it: no need to probe the installed one
+logger = logging.getLogger("onnx_bcast.lowering")
+
+
+class Rule(Protocol):
+    """One rewrite for one (op, mode): ``check`` says why it cannot take a node (None: it can)."""
+
+    op: str
+    mode: str
+
+    def check(self, bound: Bound) -> str | None: ...
+
+    def rewrite(self, emit: Emitter, bound: Bound) -> None: ...
+
+
+Finisher = Callable[[GraphProto | FunctionProto, list[tuple[NodeProto, tuple[int, ...]]], StaticFacts], None]
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The rules of one target form, and what the pass does around them for it."""
+
+    name: str
+    rules: Mapping[tuple[str, str], Rule]
+    inline_functions: bool  # a function's values are typed per call site: inline it to know them
+    default_opset: Callable[[int | None], int]  # the default-domain opset of a model that imports none
+    finish_container: Finisher | None = None  # run on each rewritten graph with its static Expands
+
+    def rule_for(self, declared: Declared) -> Rule:
+        rule = self.rules.get((declared.op, declared.mode))
+        if rule is None:
+            raise declared.fail(f"no {self.name} rule takes this op and mode")
+        return rule
+
+
+@dataclass
+class Lowered:
+    """A lowered model and what the pass rewrote: counts per (op, mode)."""
+
+    model: ModelProto
+    rewritten: Counter = field(default_factory=Counter)
+    bound: list[Bound] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """One line per op type and rule, e.g. ``Broadcast(mode=explicit): 2 rewritten``."""
+        def label(op: str) -> str:
+            spec = SPEC_BY_NAME.get(op)
+            return spec.mode_attr if spec is not None else "mode"
+
+        return [f"{op}{f'({label(op)}={mode})' if mode else ''}: {count} rewritten"
+                for (op, mode), count in sorted(self.rewritten.items())]
+
+
+def _check_our_opsets(model: ModelProto) -> None:
+    """The model and its functions import a version of our domain that we know, or none."""
+    wheres = [("the model", list(model.opset_import))]
+    wheres += [(f"function {f.name!r}", list(f.opset_import)) for f in model.functions]
+    for where, opsets in wheres:
+        version = opset_version(opsets, DOMAIN)
+        if version is not None and version != schemas.VERSION:
+            raise BroadcastError(DOMAIN, "", f"{where} imports opset version {version} of domain {DOMAIN!r}; "
+                                             f"this onnx-bcast knows version {schemas.VERSION} only")
+
+
+def _working_copy(model: ModelProto, rule_set: RuleSet, opset: int | None) -> ModelProto:
+    _check_our_opsets(model)
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    if rule_set.inline_functions and any(n.domain == DOMAIN for f in copy.functions for n in f.node):
+        copy = onnx.inliner.inline_local_functions(copy)
+    current = opset_version(list(copy.opset_import), "")
+    if current is None:
+        copy.opset_import.append(helper.make_opsetid("", opset if opset is not None else rule_set.default_opset(None)))
+    elif opset is not None and opset != current:
+        raise ValueError(f"the model already uses default-domain opset {current}; converting its standard nodes to "
+                         f"opset {opset} is not done here (onnx's version converter drops model-local functions)")
+    return copy
+
+
+def _survey(lists: list[NodeList], names: NameGenerator) -> list[list[tuple[int, Declared]]]:
+    """One walk: every name taken, and every node of ours declared (validated before shape inference)."""
+    found = []
+    for entry in lists:
+        names.reserve(entry.container)
+        found.append([(i, declare(node, i)) for i, node in enumerate(entry.container.node) if node.domain == DOMAIN])
+    return found
+
+
+def _bound_with_rule(declared: Declared, facts: StaticFacts, in_function: bool, rule_set: RuleSet) -> tuple[Bound,
+                                                                                                            Rule]:
+    rule = rule_set.rule_for(declared)
+    bound = bind(declared, facts, in_function)
+    reason = rule.check(bound)
+    if reason is not None:
+        raise bound.fail(reason)
+    return bound, rule
+
+
+def bind_model(model: ModelProto, rule_set: RuleSet) -> list[Bound]:
+    """Every node of ours bound and checked against ``rule_set``, nothing rewritten (``onnx-bcast check``)."""
+    schemas.register()
+    copy = _working_copy(model, rule_set, None)
+    lists = list(node_lists(copy))
+    declared = _survey(lists, NameGenerator())
+    facts = StaticFacts(copy, raise_broadcast_errors=True)
+    return [_bound_with_rule(d, facts, entry.in_function, rule_set)[0]
+            for entry, found in zip(lists, declared, strict=True) for _, d in found]
+
+
+def lower(model: ModelProto, rule_set: RuleSet, *, opset: int | None = None) -> Lowered:
+    """A copy of ``model`` with every node of ours rewritten by ``rule_set`` (subgraphs and functions included)."""
+    schemas.register()
+    copy = _working_copy(model, rule_set, opset)
+    lists = list(node_lists(copy))
+    names = NameGenerator()
+    declared = _survey(lists, names)
+    result = Lowered(copy)
+    facts = StaticFacts(copy, raise_broadcast_errors=True) if any(declared) else StaticFacts.empty()
+    model_opset = opset_version(list(copy.opset_import), "")
+    domains: set[str] = set()
+    freed: set[str] = set()
+    # children first: rewriting a graph copies its nodes, and with them the subgraphs they hold
+    for entry, found in reversed(list(zip(lists, declared, strict=True))):
+        if not found:
+            continue
+        container_opset = opset_version(entry.opsets, "") or model_opset
+        replacements: dict[int, list[NodeProto]] = {}
+        expands: list[tuple[NodeProto, tuple[int, ...]]] = []
+        for index, decl in found:
+            bound, rule = _bound_with_rule(decl, facts, entry.in_function, rule_set)
+            emit = Emitter(names, container_opset, bound.label, bound.op, bound.mode,
+                           allow_initializers=not entry.in_function, final_name=bound.node.name,
+                           mode_attr=bound.spec.mode_attr)
+            rule.rewrite(emit, bound)
+            replacements[index] = emit.nodes
+            expands.extend(emit.expands)
+            domains |= emit.domains
+            if emit.initializers:
+                entry.container.initializer.extend(emit.initializers)
+            result.rewritten[(bound.op, bound.mode)] += 1
+            freed.update(n for n in bound.inputs if n)
+        _replace_nodes(entry.container, replacements)
+        if rule_set.finish_container is not None and not entry.in_function:
+            rule_set.finish_container(entry.container, expands, facts)
+    _finish_model(copy, freed, domains, model_opset)
+    return result
+
+
+def _replace_nodes(container: GraphProto | FunctionProto, replacements: dict[int, list[NodeProto]]) -> None:
+    new_nodes: list[NodeProto] = []
+    for index, node in enumerate(container.node):
+        new_nodes.extend(replacements.get(index, (node,)))
+    del container.node[:]
+    container.node.extend(new_nodes)
+
+
+def _finish_model(model: ModelProto, freed: set[str], domains: set[str], model_opset: int) -> None:
+    """Unused initializers dropped, opset imports fitted to what the nodes now use, IR version loadable."""
+    lists = list(node_lists(model))
+    used = {name for entry in lists for node in entry.container.node for name in node.input}
+    for entry in lists:
+        graph = entry.container
+        if not isinstance(graph, GraphProto) or not freed:
+            continue
+        visible = {v.name for v in graph.input} | {v.name for v in graph.output}
+        keep = [t for t in graph.initializer if t.name not in freed or t.name in used or t.name in visible]
+        if len(keep) != len(graph.initializer):
+            del graph.initializer[:]
+            graph.initializer.extend(keep)
+    for opsets in [model.opset_import, *(f.opset_import for f in model.functions)]:
+        keep_ours = [o for o in opsets if o.domain != DOMAIN]
+        del opsets[:]
+        opsets.extend(keep_ours)
+        if opset_version(list(opsets), "") is None:
+            opsets.append(helper.make_opsetid("", model_opset))
+        for domain in sorted(domains):
+            if opset_version(list(opsets), domain) is None:
+                opsets.append(helper.make_opsetid(domain, schemas.VERSION))
+    if model.ir_version == 0 or model.ir_version > SAFE_IR_VERSION:
+        from onnx_bcast.runtime_limits import max_ir_version  # probes onnxruntime: only when it can matter
+
+        model.ir_version = min(model.ir_version or max_ir_version(), max_ir_version())

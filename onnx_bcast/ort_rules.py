@@ -1,0 +1,124 @@
+"""The ONNX Runtime rule set: broadcasts as guarded Python kernels, elementwise ops as ORT's own standard ops."""
+
+from __future__ import annotations
+
+import functools
+
+from onnx import TensorProto, helper
+
+from onnx_bcast.binding import Bound
+from onnx_bcast.converters.elementwise import ElementwiseRule
+from onnx_bcast.emitter import Emitter
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.lowering import RuleSet
+from onnx_bcast.memory_guard import check_output_size
+from onnx_bcast.ops import OP_SPECS
+from onnx_bcast.ops.broadcast import MODES
+from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
+from onnx_bcast.schemas import ELEMENTWISE_CHECK, GUARDED_DOMAIN
+
+DEFAULT_OPSET = 13  # for a model that imports no default-domain opset
+CAST_TO_FLOAT = (TensorProto.FLOAT16, TensorProto.BFLOAT16)  # the bridge cannot carry them; the cast is exact
+
+
+def _limit_attr(max_output_bytes: int | None) -> int:
+    return -1 if max_output_bytes is None else int(max_output_bytes)
+
+
+class GuardedKernel:
+    """``Op(x, s, a) -> Op<onnx_bcast.ort>(x, int64(s), int64(a)) -> (y, status)`` and ``Reshape([0], status)``.
+
+    The status is ``[1]``, or ``[2, error id]`` when the kernel failed, which the ``Reshape`` beside the data path
+    cannot take: ORT fails the run cleanly and ``InferenceSession`` raises the recorded error. List attributes
+    travel as int64 constant inputs, a shape-only input (``like_arg``) as its ``Shape``, and 16-bit float data
+    as float32 (``Cast`` there and back: a broadcast only moves data).
+    """
+
+    def __init__(self, op: str, mode: str, quiet: bool, max_output_bytes: int | None) -> None:
+        self.op, self.mode = op, mode
+        self.quiet, self.max_output_bytes = int(quiet), max_output_bytes
+
+    def check(self, bound: Bound) -> str | None:
+        return None
+
+    def _operands(self, emit: Emitter, bound: Bound) -> list[str]:
+        operands = []
+        for i, formal in enumerate(bound.spec.inputs[1:], start=1):
+            name = bound.inputs[i]
+            if formal.shape_only:
+                operands.append(emit.shape(name))
+            elif name:
+                operands.append(name if bound.is_int64(i) else emit.cast_i64(name))
+            else:  # the ORT form of a list attribute (``shape_input`` carries ``shape``), else empty
+                attr = formal.name.removesuffix("_input")
+                operands.append(emit.const_i64(bound.attrs.get(attr, ()), f"{attr}_in"))
+        return operands
+
+    def rewrite(self, emit: Emitter, bound: Bound) -> None:
+        data, data_type = bound.inputs[0], bound.types[0]
+        cast = data_type in CAST_TO_FLOAT
+        if cast:
+            data = emit.cast(data, TensorProto.FLOAT)
+        raw = emit.names(f"{bound.label}_f32") if cast else bound.output
+        scalar_attrs = {a.name: bound.attrs[a.name] for a in bound.spec.attrs if a.kind != "ints"}
+        _, status = emit.custom(self.op, GUARDED_DOMAIN, [data, *self._operands(emit, bound)], [raw, None],
+                                op=self.op, node=bound.label, quiet=self.quiet,
+                                max_output_bytes=_limit_attr(self.max_output_bytes), **scalar_attrs)
+        emit.standard("Reshape", [emit.const_i64([0], "guard_one"), status])
+        if cast:
+            emit.cast(raw, data_type, bound.output)
+
+
+class CheckedElementwise:
+    """``Op<auto_broadcast>(A, B) -> Op(A, Reshape(B, ElementwiseCheck<onnx_bcast.ort>(Shape(A), Shape(B))))``.
+
+    ORT's standard op does the arithmetic. With static shapes the rule is checked here and the standard rule's
+    ``Squeeze``/``Unsqueeze`` align B; otherwise the check gives, at run time, the shape B takes for numpy
+    broadcasting, or a shape B cannot take (carrying the error id) so that the ``Reshape`` fails the run.
+    """
+
+    def __init__(self, op: str, mode: str, quiet: bool, max_output_bytes: int | None) -> None:
+        self.op, self.mode = op, mode
+        self.quiet, self.max_output_bytes = int(quiet), max_output_bytes
+        self.standard = ElementwiseRule(op, mode)
+
+    def check(self, bound: Bound) -> str | None:
+        return self.standard.check(bound) if _static(bound) else self.standard.check_arithmetic(bound)
+
+    def rewrite(self, emit: Emitter, bound: Bound) -> None:
+        if _static(bound):
+            if bound.types[0]:
+                dtype = helper.tensor_dtype_to_np_dtype(bound.types[0])
+                try:
+                    check_output_size(self.op, self.mode, bound.out_shape, dtype, self.max_output_bytes,
+                                      mode_attr="auto_broadcast")
+                except BroadcastError as err:
+                    raise err.with_node(bound.label) from None
+            self.standard.rewrite(emit, bound)
+            return
+        form = emit.elementwise_form(self.op, bound.types[0])
+        a, b = bound.inputs
+        (aligned,) = emit.custom(ELEMENTWISE_CHECK, GUARDED_DOMAIN, [emit.shape(a), emit.shape(b)], [None],
+                                 op=self.op, node=bound.label, quiet=self.quiet, auto_broadcast=self.mode,
+                                 axis=int(bound.attrs["axis"]), allowzero=int(emit.allowzero),
+                                 elem_type=bound.types[0] or 0, max_output_bytes=_limit_attr(self.max_output_bytes))
+        self.standard.emit_standard(emit, bound, emit.reshape(b, aligned), form)
+
+
+def _static(bound: Bound) -> bool:
+    """Both operands' shapes known: the rule is checked here, not at run time."""
+    return bound.static_shape(0) is not None and bound.static_shape(1) is not None
+
+
+@functools.cache
+def ort_rule_set(quiet: bool = False, max_output_bytes: int | None = None) -> RuleSet:
+    """The rule set of ``prepare``: kernel errors raised by the caller (``quiet``) or logged; the output limit."""
+    rules = {}
+    for spec in OP_SPECS:
+        if spec.family == "elementwise":
+            for mode in AUTO_BROADCAST_RULES:
+                rules[(spec.name, mode)] = CheckedElementwise(spec.name, mode, quiet, max_output_bytes)
+        else:
+            for mode in MODES if spec.mode_attr in spec.defaults() else ("",):
+                rules[(spec.name, mode)] = GuardedKernel(spec.name, mode, quiet, max_output_bytes)
+    return RuleSet("ONNX Runtime", rules, inline_functions=True, default_opset=lambda _: DEFAULT_OPSET)
