@@ -1,0 +1,229 @@
+"""The shared case table (tests/case_table.py) through every runner, public API only.
+
+Runners: the numpy kernel, onnx_bcast.InferenceSession, plain ORT on prepare(model) with session_options(),
+onnx.reference.ReferenceEvaluator with our reference ops, and plain ORT on convert(model). Models have one node with
+static input shapes and target_shape/axes_mapping as initializers; the run-time-shapes variant feeds those two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import AttributeProto, helper, numpy_helper
+from onnx.helper import np_dtype_to_tensor_dtype
+from onnx.reference import ReferenceEvaluator
+
+import onnx_bcast
+from onnx_bcast.reference_ops import reference_ops
+from tests.case_table import (
+    BROADCAST_OPS,
+    CASES,
+    DOMAIN,
+    INTS_ATTRS,
+    OP_MODES,
+    VALID_CASES,
+    Case,
+    cases_for,
+)
+
+IR_VERSION = 10
+OPSET = 17
+CPU = ["CPUExecutionProvider"]
+
+
+def case_model(case: Case, runtime_shapes: bool = False) -> onnx.ModelProto:
+    """One node, every graph input with its static shape; target_shape/axes_mapping are initializers (constants)
+    unless ``runtime_shapes`` makes them graph inputs too."""
+    attributes = [helper.make_attribute(k, v, attr_type=AttributeProto.INTS) if k in INTS_ATTRS
+                  else helper.make_attribute(k, v) for k, v in case.attrs.items()]
+    node = helper.make_node(case.op, list(case.input_names), ["out"], domain=DOMAIN, name=case.node_name)
+    node.attribute.extend(attributes)
+    n_graph = len(case.inputs) - (0 if runtime_shapes else case.shape_input_count)
+    graph_inputs = [helper.make_tensor_value_info(name, np_dtype_to_tensor_dtype(value.dtype), list(value.shape))
+                    for name, value in zip(case.input_names[:n_graph], case.inputs[:n_graph], strict=True)]
+    initializers = [numpy_helper.from_array(value, name)
+                    for name, value in zip(case.input_names[n_graph:], case.inputs[n_graph:], strict=True)]
+    output = helper.make_tensor_value_info("out", np_dtype_to_tensor_dtype(case.output_dtype), None)
+    graph = helper.make_graph([node], case.name, graph_inputs, [output], initializer=initializers)
+    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(DOMAIN, 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION)
+
+
+def case_feeds(case: Case, runtime_shapes: bool = False) -> dict[str, np.ndarray]:
+    n_graph = len(case.inputs) - (0 if runtime_shapes else case.shape_input_count)
+    return dict(zip(case.input_names[:n_graph], case.inputs[:n_graph], strict=True))
+
+
+# --- runners: each takes a case and returns the output, or raises ---------------------------------------------------
+
+def run_kernel(case: Case) -> np.ndarray:
+    inputs, attrs = case.inputs, dict(case.attrs)
+    if case.op == "Broadcast":
+        return onnx_bcast.broadcast(*inputs, **attrs)
+    if case.op == "Expand":
+        return onnx_bcast.expand(*inputs, **attrs)
+    if case.op == "BroadcastV0":
+        return onnx_bcast.broadcast_v0(inputs[0], attrs["shape"], attrs["broadcast_axes"])
+    if case.op == "BroadcastLikeV0":
+        return onnx_bcast.broadcast_like_v0(*inputs, **attrs)
+    return onnx_bcast.elementwise(case.op, *inputs, **attrs)
+
+
+def run_session(case: Case, runtime_shapes: bool = False) -> np.ndarray:
+    session = onnx_bcast.InferenceSession(case_model(case, runtime_shapes))
+    return session.run(None, case_feeds(case, runtime_shapes))[0]
+
+
+def run_prepared_ort(case: Case, runtime_shapes: bool = False) -> np.ndarray:
+    prepared = onnx_bcast.prepare(case_model(case, runtime_shapes))
+    options = onnx_bcast.session_options()
+    options.log_severity_level = 4  # invalid runs fail by design: keep ORT's error log out of the test output
+    session = ort.InferenceSession(prepared.SerializeToString(), sess_options=options, providers=CPU)
+    return session.run(None, case_feeds(case, runtime_shapes))[0]
+
+
+def run_reference(case: Case) -> np.ndarray:
+    evaluator = ReferenceEvaluator(case_model(case), new_ops=reference_ops())
+    return evaluator.run(None, case_feeds(case))[0]
+
+
+def run_converted_ort(case: Case, runtime_shapes: bool = False) -> np.ndarray:
+    converted = onnx_bcast.convert(case_model(case, runtime_shapes))
+    assert all(n.domain != DOMAIN for n in converted.graph.node)
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    session = ort.InferenceSession(converted.SerializeToString(), sess_options=options, providers=CPU)
+    return session.run(None, case_feeds(case, runtime_shapes))[0]
+
+
+RUNNERS: dict[str, Callable[[Case], np.ndarray]] = {
+    "kernel": run_kernel,
+    "session": run_session,
+    "prepared_ort": run_prepared_ort,
+    "reference": run_reference,
+    "converted_ort": run_converted_ort,
+}
+RUNTIME_RUNNERS: dict[str, Callable[..., np.ndarray]] = {
+    "session_runtime_shapes": run_session,
+    "prepared_ort_runtime_shapes": run_prepared_ort,
+    "converted_ort_runtime_shapes": run_converted_ort,
+}
+# runners whose failure is onnx_bcast's own BroadcastError naming the node (the kernel has no node to name)
+NAMES_THE_NODE = ("session", "reference", "converted_ort")
+
+# (case name, runner) -> why it fails today; strict: an unexpected pass shows the bug fixed
+_ZERO_D = ("reference_ops returns np.ascontiguousarray(out), which turns a 0-d output into shape (1,) "
+           "(got e.g. array([False]) for expected array(False))")
+_RANK65 = "a target of rank 65 is not checked (SPEC: a rank over 64 is an error): "
+_POW_T1 = ("Pow's exponent B is T1 (SPEC §1, as the standard op), but the kernel refuses float32 A with int64 B: "
+           "'A and B must have one element type, got float32 and int64'")
+XFAILS: dict[tuple[str, str], str] = {
+    **{(name, "reference"): _ZERO_D for name in ("bc_numpy_scalar_scalar_bool", "ew_sub_none_int64",
+                                                 "ew_max_none_int64", "ew_less_none_int64", "ew_and_none_bool")},
+    ("bc_numpy_rank65", "kernel"): _RANK65 + "numpy's own ValueError 'maximum supported dimension ... found 65'",
+    ("bc_numpy_rank65", "reference"): _RANK65 + "numpy's own ValueError 'maximum supported dimension ... found 65'",
+    ("bc_numpy_rank65", "converted_ort"): _RANK65 + "convert() accepts it and plain ORT builds the 65-d output, "
+                                                    "whose return fails: ValueError 'number of dimensions must be "
+                                                    "within [0, 64]'",
+    ("ew_pow_numpy_float32_int64_exponent", "kernel"): _POW_T1,
+    ("ew_pow_numpy_float32_int64_exponent", "reference"): _POW_T1,
+}
+
+
+def _params(cases: list[Case], runners: dict[str, Callable], xfails: dict[tuple[str, str], str]) -> list:
+    """One pytest param per (case, runner), id ``<case name>-<runner>``, strict xfail where ``xfails`` says."""
+    params = []
+    for case in cases:
+        for runner in runners:
+            reason = xfails.get((case.name, runner))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            params.append(pytest.param(case, runner, id=f"{case.name}-{runner}", marks=marks))
+    return params
+
+
+def assert_exactly(got: object, expected: np.ndarray) -> None:
+    """Same dtype, shape and bytes."""
+    got = np.asarray(got)
+    assert got.dtype == expected.dtype, f"dtype {got.dtype}, expected {expected.dtype}"
+    assert got.shape == expected.shape, f"shape {got.shape}, expected {expected.shape}"
+    np.testing.assert_array_equal(got, expected)
+    if expected.dtype != object:  # strings: object arrays, whose bytes are pointers
+        assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(expected).tobytes()
+
+
+@pytest.mark.parametrize(("case", "runner"), _params(CASES, RUNNERS, XFAILS))
+def test_case(case: Case, runner: str) -> None:
+    if case.valid:
+        assert_exactly(RUNNERS[runner](case), case.expected)
+        return
+    if runner == "prepared_ort":  # plain ORT cannot raise our error type: any exception, and no value
+        with pytest.raises(Exception):  # noqa: B017
+            RUNNERS[runner](case)
+        return
+    with pytest.raises(onnx_bcast.BroadcastError) as info:
+        RUNNERS[runner](case)
+    message = str(info.value)
+    for word in case.error_words + ((f"'{case.node_name}'",) if runner in NAMES_THE_NODE else ()):
+        assert word in message, f"{word!r} not in {message!r}"
+
+
+RUNTIME_CASES = [c for c in VALID_CASES if c.op in BROADCAST_OPS]
+
+
+@pytest.mark.parametrize(("case", "runner"), _params(RUNTIME_CASES, RUNTIME_RUNNERS, {}))
+def test_case_runtime_shapes(case: Case, runner: str) -> None:
+    assert_exactly(RUNTIME_RUNNERS[runner](case, runtime_shapes=True), case.expected)
+
+
+RUNTIME_INVALID_CASES = [c for c in CASES if not c.valid and c.op in BROADCAST_OPS]
+_NO_GUARD = ("convert() with run-time target_shape/axes_mapping (guards on) lets an invalid input through: plain ORT "
+             "returns a value instead of failing, ")
+RUNTIME_XFAILS: dict[tuple[str, str], str] = {
+    ("bc_numpy_rank_too_small", "converted_ort_runtime_shapes"):
+        _NO_GUARD + "data (2, 3), target [3] -> shape (2, 3), the data itself (no target rank >= data rank check)",
+    ("ex_numpy_rank_too_small", "converted_ort_runtime_shapes"):
+        _NO_GUARD + "data (2, 3), target [3] -> shape (2, 3), the data itself (no target rank >= data rank check)",
+    ("bc_explicit_not_increasing", "converted_ort_runtime_shapes"):
+        _NO_GUARD + "data (3, 2), target [2, 3], axes_mapping [1, 0] -> the data reshaped to (2, 3), no transpose "
+                    "(no strictly-increasing check)",
+    ("bc_explicit_scalar_axis_not_1", "converted_ort_runtime_shapes"):
+        _NO_GUARD + "scalar data, target [2, 2], axes_mapping [0] -> (2, 2) filled (no t[a[0]] == 1 check)",
+    **{("bc_explicit_scalar_no_axes_mapping", runner):
+       "explicit mode, scalar data, no axes_mapping input, target_shape [2, 3] fed at run time: the missing "
+       "axes_mapping is read as [] and the run returns shape (2, 3) instead of failing ('axes_mapping is required "
+       "in explicit mode', as every static path says)" for runner in RUNTIME_RUNNERS},
+    ("bc_explicit_no_axes_mapping", "session_runtime_shapes"):
+        "explicit mode, data (3,), no axes_mapping input, target_shape [2, 3] fed at run time: the missing "
+        "axes_mapping is read as [] ('axes_mapping has 0 axes but data has rank 1; ... axes_mapping []'), not "
+        "'axes_mapping is required in explicit mode' as every static path says",
+    ("bc_pdpd_axes_mapping_given", "converted_ort_runtime_shapes"):
+        _NO_GUARD + "pdpd with axes_mapping [1], data (3,), target [2, 3] -> (2, 3) (axes_mapping outside explicit "
+                    "mode not refused)",
+    ("bc_pdpd_axis_too_big", "converted_ort_runtime_shapes"):
+        _NO_GUARD + "pdpd axis 3, scalar data, target [2, 3] -> (2, 3) (no 0 <= start <= R check)",
+    ("ex_pdpd_axis_below_minus1", "converted_ort_runtime_shapes"):
+        _NO_GUARD + "pdpd axis -2, data (3,), target [2, 3] -> (2, 3) (no 0 <= start <= R check)",
+}
+
+
+@pytest.mark.parametrize(("case", "runner"), _params(RUNTIME_INVALID_CASES, RUNTIME_RUNNERS, RUNTIME_XFAILS))
+def test_case_runtime_shapes_invalid(case: Case, runner: str) -> None:
+    """Invalid shape values fed at run time: InferenceSession raises our error naming the node; plain ORT (prepared
+    or converted) raises something and returns no value. None of these aborts (checked in a child process first)."""
+    if runner != "session_runtime_shapes":
+        with pytest.raises(Exception):  # noqa: B017
+            RUNTIME_RUNNERS[runner](case, runtime_shapes=True)
+        return
+    with pytest.raises(onnx_bcast.BroadcastError) as info:
+        RUNTIME_RUNNERS[runner](case, runtime_shapes=True)
+    for word in case.error_words + (f"'{case.node_name}'",):
+        assert word in str(info.value), f"{word!r} not in {str(info.value)!r}"
+
+
+def test_every_op_and_mode_has_valid_cases() -> None:
+    assert not [pair for pair in OP_MODES if not any(c.valid for c in cases_for(*pair))]
+    assert len({c.name for c in CASES}) == len(CASES)
