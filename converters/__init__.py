@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnx_bcast.converters import broadcast_explicit, broadcast_to_target, broadcast_v0, elementwise
-from onnx_bcast.converters.expand_elision import elide_expands
+from onnx_bcast.converters.expand_elision import ExpandElision
 
 from onnx_bcast.lowering import RuleSet
 
@@ -18,4 +18,4 @@ def _newest_opset(requested: int | None) -> int:
 
 
 STANDARD = RuleSet("standard-ONNX", RULES, inline_functions=False, default_opset=_newest_opset,
-                   finish_container=elide_expands)
+                   elision=ExpandElision)

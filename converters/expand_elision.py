@@ -1,9 +1,9 @@
-"""Expand elision: drop an emitted ``Expand`` whose every consumer broadcasts to the same shape anyway."""
+"""Expand elision: an ``Expand`` is not emitted where every consumer broadcasts to the same shape anyway."""
 
 from __future__ import annotations
 
 import numpy as np
-from onnx import FunctionProto, GraphProto, NodeProto
+from onnx import GraphProto, NodeProto
 
 from onnx_bcast.model_walk import subgraphs
 from onnx_bcast.static_facts import StaticFacts
@@ -14,67 +14,69 @@ BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Equal",
                 "BitwiseXor"}
 
 
-def _subgraph_reads(graph: GraphProto) -> set[str]:
-    """Every name read inside the subgraphs of ``graph``'s nodes (they may read outer values by name)."""
-    return {name for sub in subgraphs(graph) for node in sub.node for name in node.input}
+class ExpandElision:
+    """``Add(features[1,16,50,50], Expand(Unsqueeze(bias), ...))`` is written ``Add(features, Unsqueeze(bias))``.
 
-
-def elide_expands(container: GraphProto | FunctionProto, expands: list[tuple[NodeProto, tuple[int, ...]]],
-                  facts: StaticFacts) -> None:
-    """``Add(features[1,16,50,50], Expand(Unsqueeze(bias), ...))`` becomes ``Add(features, Unsqueeze(bias))``.
-
-    The same values, without materialising (or letting ORT constant-fold) the full-size bias. Linear in the
-    container's size: consumers and producers are indexed once.
+    The same values, without materialising (or letting ORT constant-fold) the full-size bias. One per graph;
+    the consumers of our nodes' outputs are indexed once, so the pass stays linear in the graph's size.
     """
-    if not expands or not isinstance(container, GraphProto):
-        return
-    protected = {v.name for v in container.output} | _subgraph_reads(container)
-    consumers: dict[str, list[NodeProto]] = {}
-    producers: dict[str, NodeProto] = {}
-    for node in container.node:
-        for name in set(node.input):
-            consumers.setdefault(name, []).append(node)
-        for name in node.output:
-            producers[name] = node
-    dropped: set[str] = set()  # outputs of the dropped Expands
-    for emitted, out_shape in expands:
-        out = emitted.output[0]
-        expand = producers.get(out)  # the container holds copies of the emitted nodes: find them by output
-        users = consumers.get(out, [])
-        if expand is None or out in protected or not users or \
-                not all(_keeps_shape(u, out, out_shape, facts) for u in users):
-            continue
-        source = expand.input[0]
-        for user in users:
+
+    def __init__(self, graph: GraphProto, outputs: set[str], facts: StaticFacts) -> None:
+        self.graph = graph
+        self.facts = facts
+        self.consumers: dict[str, list[NodeProto]] = {}
+        for node in graph.node:
+            for name in node.input:
+                if name in outputs:
+                    users = self.consumers.setdefault(name, [])
+                    if not users or users[-1] is not node:
+                        users.append(node)
+        self._protected: set[str] | None = None
+        self.dropped: set[str] = set()
+
+    @property
+    def protected(self) -> set[str]:
+        """Names that must keep their exact values: graph outputs, and values read by name inside subgraphs."""
+        if self._protected is None:
+            reads = {name for sub in subgraphs(self.graph) for node in sub.node for name in node.input}
+            self._protected = {v.name for v in self.graph.output} | reads
+        return self._protected
+
+    def can_drop(self, output: str, out_shape: tuple[int, ...]) -> bool:
+        """Whether the ``Expand`` that would produce ``output`` changes nothing its consumers compute."""
+        users = self.consumers.get(output)
+        if not users or output in self.protected:
+            return False
+        return all(self._keeps_shape(user, output, out_shape) for user in users)
+
+    def rewire(self, output: str, source: str) -> None:
+        """The consumers of ``output`` read ``source`` instead (the Expand's input)."""
+        for user in self.consumers[output]:
             for i, name in enumerate(user.input):
-                if name == out:
+                if name == output:
                     user.input[i] = source
-        producer = producers.get(source)  # the original node name moves to what now stands in its place
-        if expand.name and producer is not None and producer.name.startswith(f"{expand.name}/"):
-            producer.name = expand.name
-        dropped.add(out)
-    if dropped:
-        keep = [n for n in container.node if not (n.op_type == "Expand" and n.output[0] in dropped)]
-        del container.node[:]
-        container.node.extend(keep)
-        infos = [v for v in container.value_info if v.name not in dropped]
-        del container.value_info[:]
-        container.value_info.extend(infos)
+        self.dropped.add(output)
 
+    def finish(self) -> None:
+        """Value infos of values that no longer exist (or no longer have the expanded shape) go."""
+        if self.dropped:
+            infos = [v for v in self.graph.value_info if v.name not in self.dropped]
+            del self.graph.value_info[:]
+            self.graph.value_info.extend(infos)
 
-def _keeps_shape(user: NodeProto, out: str, out_shape: tuple[int, ...], facts: StaticFacts) -> bool:
-    if user.domain not in ("", "ai.onnx") or user.op_type not in BROADCASTING:
-        return False
-    others = [name for name in user.input if name != out]
-    if not others:
-        return False
-    for name in others:
-        shape = facts.shapes.get(name)
-        if shape is None or any(d is None for d in shape):
+    def _keeps_shape(self, user: NodeProto, out: str, out_shape: tuple[int, ...]) -> bool:
+        if user.domain not in ("", "ai.onnx") or user.op_type not in BROADCASTING:
             return False
-        try:
-            if np.broadcast_shapes(tuple(shape), out_shape) != tuple(shape):
+        others = [name for name in user.input if name != out]
+        if not others:
+            return False
+        for name in others:
+            shape = self.facts.shapes.get(name)
+            if shape is None or any(d is None for d in shape):
                 return False
-        except ValueError:
-            return False
-    return True
+            try:
+                if np.broadcast_shapes(tuple(shape), out_shape) != tuple(shape):
+                    return False
+            except ValueError:
+                return False
+        return True

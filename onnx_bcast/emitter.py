@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
@@ -10,6 +11,9 @@ from onnx import NodeProto, TensorProto, helper, numpy_helper
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import NameGenerator
 from onnx_bcast.ops.elementwise import standard_form
+
+if TYPE_CHECKING:
+    from onnx_bcast.converters.expand_elision import ExpandElision
 
 
 class Emitter:
@@ -28,7 +32,8 @@ class Emitter:
         self.nodes: list[NodeProto] = []
         self.initializers: list[TensorProto] = []
         self.domains: set[str] = set()  # the non-default domains of the nodes emitted
-        self.expands: list[tuple[NodeProto, tuple[int, ...]]] = []  # final Expands with a static output shape
+        self.elision: ExpandElision | None = None  # set where an Expand may be left out (standard ONNX)
+        self.constants: dict[tuple[int, ...], str] | None = None  # int64 constants shared within one graph
         self.final_name_used = False
 
     @property
@@ -64,10 +69,15 @@ class Emitter:
 
     def const_i64(self, values: Sequence[int], hint: str = "const") -> str:
         """An int64 1-D constant: an initializer in graphs, a Constant node in functions."""
+        key = tuple(int(v) for v in values)
+        if self.allow_initializers and self.constants is not None and key in self.constants:
+            return self.constants[key]
         name = self.names(f"{self.node_name}_{hint}")
-        tensor = numpy_helper.from_array(np.asarray(list(values), dtype=np.int64).reshape(-1), name)
+        tensor = numpy_helper.from_array(np.asarray(key, dtype=np.int64).reshape(-1), name)
         if self.allow_initializers:
             self.initializers.append(tensor)
+            if self.constants is not None:
+                self.constants[key] = name
             return name
         self.nodes.append(helper.make_node("Constant", [], [name], name=self.names(f"{self.node_name}/Constant"),
                                            value=tensor))
@@ -85,14 +95,26 @@ class Emitter:
         output keeps the input's 1); slicing to the 0s afterwards gives the same result, which it leaves alone.
         """
         self.require(8, "Expand")
+        if output is not None and static_out is not None and self.elision is not None and 0 not in static_out \
+                and self.elision.can_drop(output, tuple(static_out)):
+            return self._elide(x, output)
         if static_out is None or 0 not in static_out:
-            out = self._node("Expand", [x, shape], output)
-            if static_out is not None:
-                self.expands.append((self.nodes[-1], tuple(static_out)))
-            return out
+            return self._node("Expand", [x, shape], output)
         ones = [d if d != 0 else 1 for d in static_out]
         expanded = self._node("Expand", [x, self.const_i64(ones, "shape_nonzero")], None)
         return self.slice_to(expanded, static_out, output)
+
+    def _elide(self, x: str, output: str) -> str:
+        """No Expand: the node that made ``x`` makes ``output`` (keeping the original name), else consumers read x."""
+        last = self.nodes[-1] if self.nodes else None
+        if last is not None and list(last.output) == [x] and not self.final_name_used:
+            last.output[0] = output
+            last.name = self.final_name
+            self.final_name_used = True
+            self.elision.dropped.add(output)  # its value info, if any, gave the expanded shape
+            return output
+        self.elision.rewire(output, x)
+        return x
 
     def slice_to(self, x: str, ends: Sequence[int], output: str | None = None) -> str:
         """``x[0:ends[0], 0:ends[1], ...]`` in the op form of the opset."""

@@ -6,7 +6,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import onnx
 import onnx.inliner
@@ -19,6 +19,9 @@ from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import NameGenerator, NodeList, node_lists, opset_version
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.static_facts import StaticFacts
+
+if TYPE_CHECKING:
+    from onnx_bcast.converters.expand_elision import ExpandElision
 
 DOMAIN = schemas.DOMAIN
 SAFE_IR_VERSION = 10  # every supported onnxruntime (>= 1.18) loads it: no need to probe the installed one
@@ -36,7 +39,7 @@ class Rule(Protocol):
     def rewrite(self, emit: Emitter, bound: Bound) -> None: ...
 
 
-Finisher = Callable[[GraphProto | FunctionProto, list[tuple[NodeProto, tuple[int, ...]]], StaticFacts], None]
+Elision = Callable[[GraphProto, set[str], StaticFacts], "ExpandElision"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ class RuleSet:
     rules: Mapping[tuple[str, str], Rule]
     inline_functions: bool  # a function's values are typed per call site: inline it to know them
     default_opset: Callable[[int | None], int]  # the default-domain opset of a model that imports none
-    finish_container: Finisher | None = None  # run on each rewritten graph with its static Expands
+    elision: Elision | None = None  # where an Expand its consumers do not need is left out (per graph)
 
     def rule_for(self, declared: Declared) -> Rule:
         rule = self.rules.get((declared.op, declared.mode))
@@ -148,23 +151,26 @@ def lower(model: ModelProto, rule_set: RuleSet, *, opset: int | None = None) -> 
             continue
         container_opset = opset_version(entry.opsets, "") or model_opset
         replacements: dict[int, list[NodeProto]] = {}
-        expands: list[tuple[NodeProto, tuple[int, ...]]] = []
+        elision = None
+        if rule_set.elision is not None and not entry.in_function:
+            elision = rule_set.elision(entry.container, {d.output for _, d in found}, facts)
+        constants: dict[tuple[int, ...], str] = {}
         for index, decl in found:
             bound, rule = _bound_with_rule(decl, facts, entry.in_function, rule_set)
             emit = Emitter(names, container_opset, bound.label, bound.op, bound.mode,
                            allow_initializers=not entry.in_function, final_name=bound.node.name,
                            mode_attr=bound.spec.mode_attr)
+            emit.elision, emit.constants = elision, constants
             rule.rewrite(emit, bound)
             replacements[index] = emit.nodes
-            expands.extend(emit.expands)
             domains |= emit.domains
             if emit.initializers:
                 entry.container.initializer.extend(emit.initializers)
             result.rewritten[(bound.op, bound.mode)] += 1
             freed.update(n for n in bound.inputs if n)
         _replace_nodes(entry.container, replacements)
-        if rule_set.finish_container is not None and not entry.in_function:
-            rule_set.finish_container(entry.container, expands, facts)
+        if elision is not None:
+            elision.finish()
     _finish_model(copy, freed, domains, model_opset)
     return result
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -11,7 +12,7 @@ from onnx import AttributeProto, TypeProto, helper, numpy_helper
 from onnx.defs import OpSchema
 
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.ops import OP_SPECS
+from onnx_bcast.ops import OP_SPECS, SPEC_BY_NAME
 from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec, Shape
 from onnx_bcast.ops.elementwise import canonical_rule
 
@@ -98,30 +99,66 @@ def _infer_elementwise(spec: OpSpec):
     return infer
 
 
+def _tensor_values(tensor: onnx.TensorProto | None) -> np.ndarray | None:
+    """A small constant's values (shape-like inputs), read without numpy_helper's general path where possible."""
+    if tensor is None:
+        return None
+    fast = _FAST_INTS.get(tensor.data_type)
+    if fast is not None and not tensor.external_data:
+        dtype, field = fast
+        flat = np.frombuffer(tensor.raw_data, dtype=dtype) if tensor.raw_data else np.asarray(getattr(tensor, field),
+                                                                                              dtype=dtype)
+        return flat.reshape(tuple(tensor.dims))
+    return numpy_helper.to_array(tensor)
+
+
+_FAST_INTS = {onnx.TensorProto.INT64: (np.dtype("<i8"), "int64_data"),
+              onnx.TensorProto.INT32: (np.dtype("<i4"), "int32_data")}
+
+
+@functools.lru_cache(maxsize=4096)
+def _type_proto(elem: int, dims: Shape | None) -> TypeProto:
+    return helper.make_tensor_type_proto(elem, dims)
+
+
+@functools.lru_cache(maxsize=4096)
+def _memo_static_shape(spec_name: str, attrs: tuple, shapes: tuple, values: tuple) -> Shape | BroadcastError | None:
+    """Our static shape rule, memoised: models repeat the same broadcast many times (one bias per layer)."""
+    spec = SPEC_BY_NAME[spec_name]
+    arrays = [None if v is None else np.asarray(v[1], dtype=v[0]).reshape(v[2]) for v in values]
+    try:
+        return spec.static_shape(list(shapes), arrays, dict(attrs))
+    except BroadcastError as err:
+        return err
+
+
 def _infer(spec: OpSpec, guarded: bool):
     if spec.family == "elementwise":
         return _infer_elementwise(spec)
+    reads_values = [formal.type_param == "T_SHAPE" for formal in spec.inputs]
 
     def infer(ctx: Any) -> None:
         attrs = _node_attributes(spec, ctx)
         n = ctx.get_num_inputs()
         while n and not ctx.has_input(n - 1):  # absent trailing optional inputs are not inputs
             n -= 1
-        shapes: list[Shape | None] = []
-        values: list[np.ndarray | None] = []
+        types = [ctx.get_input_type(i) if ctx.has_input(i) else None for i in range(n)]
+        elem = types[0].tensor_type.elem_type if types and types[0] is not None else 0
+        if guarded:
+            ctx.set_output_type(0, _type_proto(elem, None))
+            if ctx.get_num_outputs() > 1:
+                ctx.set_output_type(1, _type_proto(onnx.TensorProto.INT64, (None,)))
+            return
+        shapes = tuple(_shape_of(t) if t is not None and not reads_values[i] else None for i, t in enumerate(types))
+        values = []
         for i in range(n):
-            present = ctx.has_input(i)
-            shapes.append(_shape_of(ctx.get_input_type(i)) if present else None)
-            data = ctx.get_input_data(i) if present else None
-            values.append(numpy_helper.to_array(data) if data is not None else None)
-        elem = ctx.get_input_type(0).tensor_type.elem_type if n and ctx.has_input(0) else 0
-        try:
-            out_shape = None if guarded else spec.static_shape(shapes, values, attrs)
-        except BroadcastError as err:
-            raise err.with_node(_display_name(ctx)) from None
-        ctx.set_output_type(0, helper.make_tensor_type_proto(elem, out_shape))
-        if guarded and ctx.get_num_outputs() > 1:
-            ctx.set_output_type(1, helper.make_tensor_type_proto(onnx.TensorProto.INT64, [None]))
+            array = _tensor_values(ctx.get_input_data(i)) if types[i] is not None and reads_values[i] else None
+            values.append(None if array is None else (array.dtype.str, tuple(array.reshape(-1).tolist()),
+                                                      array.shape))
+        out_shape = _memo_static_shape(spec.name, tuple(sorted(attrs.items())), shapes, tuple(values))
+        if isinstance(out_shape, BroadcastError):
+            raise out_shape.with_node(_display_name(ctx))
+        ctx.set_output_type(0, _type_proto(elem, out_shape))
     return infer
 
 

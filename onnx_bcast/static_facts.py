@@ -3,26 +3,49 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 import numpy as np
 import onnx
-from onnx import GraphProto, ModelProto, NodeProto, numpy_helper
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, numpy_helper
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import node_lists
 
 Dims = tuple[int | None, ...]
 logger = logging.getLogger("onnx_bcast.static_facts")
+V = TypeVar("V")
+
+
+class _Lazy(Generic[V]):
+    """A read-only name -> fact lookup that reads each fact from its proto on first use."""
+
+    def __init__(self, read: Callable[[str], V | None]) -> None:
+        self._read = read
+        self._memo: dict[str, V | None] = {}
+
+    def get(self, name: str, default: V | None = None) -> V | None:
+        if name not in self._memo:
+            self._memo[name] = self._read(name)
+        value = self._memo[name]
+        return default if value is None else value
 
 
 class StaticFacts:
     """Static facts gathered from shape inference: shapes, element types and constant values by name."""
 
-    def __init__(self, model: ModelProto, raise_broadcast_errors: bool = False) -> None:
+    def __init__(self, model: ModelProto | None = None, raise_broadcast_errors: bool = False) -> None:
         """With ``raise_broadcast_errors``, a statically invalid node of ours found by inference is raised."""
-        self.shapes: dict[str, Dims | None] = {}
-        self.types: dict[str, int] = {}
-        self.values: dict[str, np.ndarray] = {}
+        self._infos: dict[str, ValueInfoProto] = {}
+        self._initializers: dict[str, TensorProto] = {}
+        self._graph_inputs: set[str] = set()
+        self._constants: dict[str, NodeProto] = {}
+        self.shapes: _Lazy[Dims] = _Lazy(self._shape)
+        self.types: _Lazy[int] = _Lazy(self._type)
+        self.values: _Lazy[np.ndarray] = _Lazy(self._value)
+        if model is None:
+            return
         try:
             inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
         except BroadcastError:
@@ -33,44 +56,58 @@ class StaticFacts:
             logger.debug("shape inference failed: %s", err)
             inferred = model
         for entry in node_lists(inferred):
-            if isinstance(entry.container, GraphProto):
-                self._graph(entry.container)
-            for node in entry.container.node:
-                self._constant(node)
+            graph = entry.container
+            if isinstance(graph, GraphProto):
+                for group in (graph.input, graph.output, graph.value_info):
+                    self._infos.update((v.name, v) for v in group)
+                self._initializers.update((t.name, t) for t in graph.initializer)
+                self._graph_inputs.update(v.name for v in graph.input)
+            self._constants.update((n.output[0], n) for n in graph.node
+                                   if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and n.output)
 
     @classmethod
     def empty(cls) -> StaticFacts:
         """Facts that know nothing (for a model with nothing to ask about)."""
-        facts = cls.__new__(cls)
-        facts.shapes, facts.types, facts.values = {}, {}, {}
-        return facts
+        return cls()
 
-    def _graph(self, graph: GraphProto) -> None:
-        inputs = {v.name for v in graph.input}
-        for value in list(graph.input) + list(graph.output) + list(graph.value_info):
-            tensor = value.type.tensor_type
-            if value.type.HasField("tensor_type"):
-                if tensor.elem_type:
-                    self.types[value.name] = tensor.elem_type
-                if tensor.HasField("shape"):
-                    self.shapes[value.name] = tuple(d.dim_value if d.HasField("dim_value") else None
-                                                    for d in tensor.shape.dim)
-        for init in graph.initializer:
-            self.types[init.name] = init.data_type
-            self.shapes[init.name] = tuple(init.dims)
-            if init.name not in inputs and len(init.dims) <= 1 and not init.data_location:
-                self.values[init.name] = numpy_helper.to_array(init)
+    def _shape(self, name: str) -> Dims | None:
+        init = self._initializers.get(name)
+        if init is not None:
+            return tuple(init.dims)
+        value = self._value(name)
+        if value is not None:
+            return tuple(value.shape)
+        info = self._infos.get(name)
+        if info is None or not info.type.HasField("tensor_type") or not info.type.tensor_type.HasField("shape"):
+            return None
+        return tuple(d.dim_value if d.HasField("dim_value") else None for d in info.type.tensor_type.shape.dim)
 
-    def _constant(self, node: NodeProto) -> None:
-        if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
-            return
-        for attr in node.attribute:
+    def _type(self, name: str) -> int | None:
+        init = self._initializers.get(name)
+        if init is not None:
+            return init.data_type
+        constant = self._constants.get(name)
+        if constant is not None:
+            attr = next((a for a in constant.attribute if a.name in ("value", "value_ints")), None)
+            if attr is not None:
+                return attr.t.data_type if attr.name == "value" else TensorProto.INT64
+        info = self._infos.get(name)
+        if info is not None and info.type.HasField("tensor_type") and info.type.tensor_type.elem_type:
+            return info.type.tensor_type.elem_type
+        return None
+
+    def _value(self, name: str) -> np.ndarray | None:
+        init = self._initializers.get(name)
+        if init is not None:
+            if name in self._graph_inputs or len(init.dims) > 1 or init.data_location:
+                return None
+            return numpy_helper.to_array(init)
+        constant = self._constants.get(name)
+        if constant is None:
+            return None
+        for attr in constant.attribute:
             if attr.name == "value" and not attr.ref_attr_name:
-                value = numpy_helper.to_array(attr.t)
-            elif attr.name == "value_ints":
-                value = np.asarray(list(attr.ints), dtype=np.int64)
-            else:
-                continue
-            self.values[node.output[0]] = value
-            self.types[node.output[0]] = attr.t.data_type if attr.name == "value" else onnx.TensorProto.INT64
-            self.shapes[node.output[0]] = tuple(value.shape)
+                return numpy_helper.to_array(attr.t)
+            if attr.name == "value_ints":
+                return np.asarray(list(attr.ints), dtype=np.int64)
+        return None
