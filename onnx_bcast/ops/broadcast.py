@@ -23,6 +23,22 @@ from onnx_bcast.ops.common import (
 
 MODES = ("numpy", "explicit", "bidirectional", "pdpd")
 _ALIASES = {"none": "explicit"}
+MAX_RANK = 64  # numpy 2's limit on dimensions; SPEC §2: ranks up to 64 work, a rank over 64 is an error
+
+
+def check_rank(op: str, mode: str, what: str, shape: Shape, shapes: str, mode_attr: str = "mode") -> None:
+    """A BroadcastError when ``shape`` (the ``what``) has more than MAX_RANK dims; ``shapes`` lists all shapes."""
+    if len(shape) > MAX_RANK:
+        raise BroadcastError(op, mode, f"{what} rank {len(shape)} exceeds the maximum rank {MAX_RANK}; {shapes}",
+                             mode_attr=mode_attr)
+
+
+def read_array(value: Any, op: str, mode: str, what: str, mode_attr: str = "mode") -> np.ndarray:
+    """``value`` as a numpy array; a BroadcastError where numpy cannot make one (nested over 64 deep, ragged)."""
+    try:
+        return as_array(value)
+    except ValueError as err:
+        raise BroadcastError(op, mode, f"{what} cannot be read as an array: {err}", mode_attr=mode_attr) from None
 
 
 def canonical_mode(mode: str, op: str = "Broadcast") -> str:
@@ -146,6 +162,9 @@ def broadcast_shape(data_shape: Any, target_shape: Any, axes_mapping: Any = None
     d = tuple(int(x) for x in data_shape)
     t = target_dims(target_shape, op, mode)
     a = _axes_or_none(op, mode, axes_mapping)
+    shapes = f"data {fmt_shape(d)}, target {fmt_shape(t)}"
+    check_rank(op, mode, "data", d, shapes)
+    check_rank(op, mode, "target", t, shapes)  # the output's rank is at most the larger of the two
     if mode == "numpy":
         return _numpy_shape(op, d, t)
     if mode == "bidirectional":
@@ -178,8 +197,8 @@ def broadcast(data: Any, target_shape: Any, axes_mapping: Any = None, *, mode: s
 
     An output over ``max_output_bytes`` (default: ``memory_guard.output_limit``) is a BroadcastError.
     """
-    data = as_array(data)
     canon = canonical_mode(mode, op)
+    data = read_array(data, op, canon, "data")
     out_shape = broadcast_shape(shape_of(data), target_shape, axes_mapping, mode=canon, axis=axis, op=op)
     check_output_size(op, canon, out_shape, data.dtype, max_output_bytes)
     aligned = aligned_shape(data.shape, out_shape, axes_mapping, canon, axis)

@@ -8,6 +8,7 @@ import numpy as np
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
 from onnx_bcast.memory_guard import check_output_size
+from onnx_bcast.ops.broadcast import check_rank, read_array
 from onnx_bcast.ops.common import (
     ALL_TENSOR_TYPES,
     INDEX_TYPES,
@@ -15,7 +16,6 @@ from onnx_bcast.ops.common import (
     Input,
     OpSpec,
     Shape,
-    as_array,
     int_vector,
     shape_of,
 )
@@ -29,6 +29,9 @@ def broadcast_v0_shape(arg_shape: Any, shape: Any, broadcast_axes: Any, op: str 
     d = tuple(int(x) for x in arg_shape)
     out = int_vector(shape, "shape", op, "")
     axes = int_vector(broadcast_axes, "broadcast_axes", op, "")
+    shapes = f"arg {fmt_shape(d)}, shape {fmt_shape(out)}"
+    check_rank(op, "", "arg", d, shapes)
+    check_rank(op, "", "shape", out, shapes)
     for i, t in enumerate(out):
         if t < 0:
             raise BroadcastError(op, "", f"shape dim {i} is negative ({t}); shape {fmt_shape(out)}")
@@ -48,7 +51,7 @@ def broadcast_v0_shape(arg_shape: Any, shape: Any, broadcast_axes: Any, op: str 
 def broadcast_v0(arg: Any, shape: Any, broadcast_axes: Any, op: str = V0, *,
                  max_output_bytes: int | None = None) -> np.ndarray:
     """The numpy kernel of nGraph's v0 Broadcast: a read-only view (size-checked like ``broadcast``)."""
-    arg = as_array(arg)
+    arg = read_array(arg, op, "", "arg")
     out = broadcast_v0_shape(shape_of(arg), shape, broadcast_axes, op)
     check_output_size(op, "", out, arg.dtype, max_output_bytes)
     new_axes = set(int_vector(broadcast_axes, "broadcast_axes", op, ""))
@@ -78,8 +81,8 @@ def broadcast_like_v0_shape(arg_shape: Any, like_shape: Any, initial_broadcast_a
 def broadcast_like_v0(arg: Any, like_arg: Any, initial_broadcast_axes: Any = (), *,
                       max_output_bytes: int | None = None) -> np.ndarray:
     """The numpy kernel of nGraph's v0 BroadcastLike."""
-    arg = as_array(arg)
-    like = shape_of(like_arg)
+    arg = read_array(arg, LIKE_V0, "", "arg")
+    like = shape_of(read_array(like_arg, LIKE_V0, "", "like_arg"))
     return broadcast_v0(arg, like, like_axes(shape_of(arg), like, initial_broadcast_axes), LIKE_V0,
                         max_output_bytes=max_output_bytes)
 

@@ -10,7 +10,8 @@ import onnx
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
 from onnx_bcast.memory_guard import check_output_size
-from onnx_bcast.ops.common import Attr, Input, OpSpec, Shape, as_array
+from onnx_bcast.ops.broadcast import check_rank, read_array
+from onnx_bcast.ops.common import Attr, Input, OpSpec, Shape
 
 RULES = ("none", "numpy", "pdpd")
 _ALIASES = {"explicit": "none"}
@@ -51,20 +52,31 @@ def pdpd_alignment(a: Shape, b: Shape, axis: int, op: str = "Add") -> Shape:
     return (1,) * start + tuple(trimmed) + (1,) * (ra - start - len(trimmed))
 
 
+def _numpy_rule_shape(op: str, a: Shape, b: Shape) -> Shape:
+    """ONNX multidirectional broadcasting, for any rank (``np.broadcast_shapes`` stops at 32 dims)."""
+    rank = max(len(a), len(b))
+    out = []
+    for x, y in zip((1,) * (rank - len(a)) + a, (1,) * (rank - len(b)) + b, strict=True):
+        if x != y and x != 1 and y != 1:
+            raise _fail(op, "numpy", "shapes are not multidirectionally broadcastable", a, b)
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
 def elementwise_shape(a_shape: Any, b_shape: Any, *, auto_broadcast: str = "numpy", axis: int = -1,
                       op: str = "Add") -> Shape:
     """The output shape of an elementwise op under ``auto_broadcast``; validates, never allocates."""
     rule = canonical_rule(auto_broadcast, op)
     a, b = tuple(int(d) for d in a_shape), tuple(int(d) for d in b_shape)
+    shapes = f"A {fmt_shape(a)}, B {fmt_shape(b)}"
+    check_rank(op, rule, "A", a, shapes, mode_attr="auto_broadcast")
+    check_rank(op, rule, "B", b, shapes, mode_attr="auto_broadcast")  # the output's rank is the larger one
     if rule == "none":
         if a != b:
             raise _fail(op, rule, "shapes must be identical", a, b)
         return a
     if rule == "numpy":
-        try:
-            return tuple(np.broadcast_shapes(a, b))
-        except ValueError:
-            raise _fail(op, rule, "shapes are not multidirectionally broadcastable", a, b) from None
+        return _numpy_rule_shape(op, a, b)
     pdpd_alignment(a, b, int(axis), op)
     return a
 
@@ -116,8 +128,9 @@ def elementwise(op_type: str, a: Any, b: Any, *, auto_broadcast: str = "numpy", 
     """The numpy kernel of an elementwise op under ``auto_broadcast`` (ONNX arithmetic, e.g. ``Div`` truncates)."""
     if op_type not in ARITHMETIC:
         raise BroadcastError(op_type, "", f"is not an elementwise op of onnx_bcast (known: {', '.join(ARITHMETIC)})")
-    a, b = as_array(a), as_array(b)
     rule = canonical_rule(auto_broadcast, op_type)
+    a = read_array(a, op_type, rule, "A", mode_attr="auto_broadcast")
+    b = read_array(b, op_type, rule, "B", mode_attr="auto_broadcast")
     if a.dtype != b.dtype:
         raise _fail(op_type, rule, f"A and B must have one element type, got {a.dtype} and {b.dtype}", a.shape,
                     b.shape)
