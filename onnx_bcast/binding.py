@@ -151,7 +151,8 @@ def bind(declared: Declared, facts: StaticFacts, in_function: bool = False) -> B
     """Attach the static facts and validate them; inside a function only constants are known (values are typed
     per call site)."""
     names = declared.inputs
-    values = [facts.values.get(n) if n else None for n in names]
+    reads = declared.spec.value_inputs  # only shape-like inputs' values matter: data values are never read
+    values = [facts.values.get(n) if n and r else None for n, r in zip(names, reads, strict=True)]
     if in_function:
         shapes: list[Dims | None] = [None] * len(names)
         types: list[int | None] = [None] * len(names)

@@ -8,13 +8,14 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, TypeProto, helper, numpy_helper
+from onnx import AttributeProto, TypeProto, helper
 from onnx.defs import OpSchema
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops import OP_SPECS, SPEC_BY_NAME
 from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec, Shape
 from onnx_bcast.ops.elementwise import canonical_rule
+from onnx_bcast.static_facts import small_values
 
 DOMAIN = "onnx_bcast"
 GUARDED_DOMAIN = "onnx_bcast.ort"
@@ -34,6 +35,12 @@ def attribute_value(attr: AttributeProto | None) -> Any:
     """A Python value of an attribute (strings decoded, ints as a tuple)."""
     if attr is None:
         return None
+    if attr.type == AttributeProto.STRING:
+        return attr.s.decode("utf-8", errors="replace")
+    if attr.type == AttributeProto.INT:
+        return attr.i
+    if attr.type == AttributeProto.INTS:
+        return tuple(attr.ints)
     value = helper.get_attribute_value(attr)
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
@@ -99,23 +106,6 @@ def _infer_elementwise(spec: OpSpec):
     return infer
 
 
-def _tensor_values(tensor: onnx.TensorProto | None) -> np.ndarray | None:
-    """A small constant's values (shape-like inputs), read without numpy_helper's general path where possible."""
-    if tensor is None:
-        return None
-    fast = _FAST_INTS.get(tensor.data_type)
-    if fast is not None and not tensor.external_data:
-        dtype, field = fast
-        flat = np.frombuffer(tensor.raw_data, dtype=dtype) if tensor.raw_data else np.asarray(getattr(tensor, field),
-                                                                                              dtype=dtype)
-        return flat.reshape(tuple(tensor.dims))
-    return numpy_helper.to_array(tensor)
-
-
-_FAST_INTS = {onnx.TensorProto.INT64: (np.dtype("<i8"), "int64_data"),
-              onnx.TensorProto.INT32: (np.dtype("<i4"), "int32_data")}
-
-
 @functools.lru_cache(maxsize=4096)
 def _type_proto(elem: int, dims: Shape | None) -> TypeProto:
     return helper.make_tensor_type_proto(elem, dims)
@@ -135,24 +125,26 @@ def _memo_static_shape(spec_name: str, attrs: tuple, shapes: tuple, values: tupl
 def _infer(spec: OpSpec, guarded: bool):
     if spec.family == "elementwise":
         return _infer_elementwise(spec)
-    reads_values = [formal.type_param == "T_SHAPE" for formal in spec.inputs]
+    reads_values = spec.value_inputs
 
     def infer(ctx: Any) -> None:
         attrs = _node_attributes(spec, ctx)
         n = ctx.get_num_inputs()
         while n and not ctx.has_input(n - 1):  # absent trailing optional inputs are not inputs
             n -= 1
-        types = [ctx.get_input_type(i) if ctx.has_input(i) else None for i in range(n)]
+        present = [ctx.has_input(i) for i in range(n)]
+        # only the value inputs' types are read: each read crosses into C++ and copies a proto
+        types = [ctx.get_input_type(i) if present[i] and not reads_values[i] else None for i in range(n)]
         elem = types[0].tensor_type.elem_type if types and types[0] is not None else 0
         if guarded:
             ctx.set_output_type(0, _type_proto(elem, None))
             if ctx.get_num_outputs() > 1:
                 ctx.set_output_type(1, _type_proto(onnx.TensorProto.INT64, (None,)))
             return
-        shapes = tuple(_shape_of(t) if t is not None and not reads_values[i] else None for i, t in enumerate(types))
+        shapes = tuple(None if t is None else _shape_of(t) for t in types)
         values = []
         for i in range(n):
-            array = _tensor_values(ctx.get_input_data(i)) if types[i] is not None and reads_values[i] else None
+            array = small_values(ctx.get_input_data(i)) if present[i] and reads_values[i] else None
             values.append(None if array is None else (array.dtype.str, tuple(array.reshape(-1).tolist()),
                                                       array.shape))
         out_shape = _memo_static_shape(spec.name, tuple(sorted(attrs.items())), shapes, tuple(values))

@@ -18,6 +18,22 @@ logger = logging.getLogger("onnx_bcast.static_facts")
 V = TypeVar("V")
 
 
+_FAST_INTS = {TensorProto.INT64: (np.dtype("<i8"), "int64_data"), TensorProto.INT32: (np.dtype("<i4"), "int32_data")}
+
+
+def small_values(tensor: TensorProto | None) -> np.ndarray | None:
+    """A constant's values; int32/int64 (shape-like inputs) without numpy_helper's general (slower) path."""
+    if tensor is None:
+        return None
+    fast = _FAST_INTS.get(tensor.data_type)
+    if fast is not None and not tensor.external_data:
+        dtype, field = fast
+        flat = np.frombuffer(tensor.raw_data, dtype=dtype) if tensor.raw_data else np.asarray(getattr(tensor, field),
+                                                                                              dtype=dtype)
+        return flat.reshape(tuple(tensor.dims))
+    return numpy_helper.to_array(tensor)
+
+
 class _Lazy(Generic[V]):
     """A read-only name -> fact lookup that reads each fact from its proto on first use."""
 
@@ -74,9 +90,10 @@ class StaticFacts:
         init = self._initializers.get(name)
         if init is not None:
             return tuple(init.dims)
-        value = self._value(name)
-        if value is not None:
-            return tuple(value.shape)
+        constant = self._constants.get(name)
+        if constant is not None:
+            value = self._value(name)
+            return None if value is None else tuple(value.shape)
         info = self._infos.get(name)
         if info is None or not info.type.HasField("tensor_type") or not info.type.tensor_type.HasField("shape"):
             return None
@@ -101,13 +118,13 @@ class StaticFacts:
         if init is not None:
             if name in self._graph_inputs or len(init.dims) > 1 or init.data_location:
                 return None
-            return numpy_helper.to_array(init)
+            return small_values(init)
         constant = self._constants.get(name)
         if constant is None:
             return None
         for attr in constant.attribute:
             if attr.name == "value" and not attr.ref_attr_name:
-                return numpy_helper.to_array(attr.t)
+                return small_values(attr.t)
             if attr.name == "value_ints":
                 return np.asarray(list(attr.ints), dtype=np.int64)
         return None
