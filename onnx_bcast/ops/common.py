@@ -68,6 +68,11 @@ class OpSpec:
     mode_attr: str = "mode"  # the attribute that holds the broadcast rule
     family: str = "broadcast"  # "broadcast" (a Python kernel moves the data) or "elementwise" (a standard op does)
 
+    @property
+    def value_inputs(self) -> tuple[bool, ...]:
+        """Per input: whether its constant values matter statically (the shape-like inputs)."""
+        return tuple(i.type_param == "T_SHAPE" for i in self.inputs)
+
     def defaults(self) -> dict[str, Any]:
         """The attributes a node without any would have."""
         return {a.name: a.default for a in self.attrs}
