@@ -82,24 +82,44 @@ def elementwise_shape(a_shape: Any, b_shape: Any, *, auto_broadcast: str = "nump
 
 
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C's integer division (truncates toward zero); the minimum divided by -1 wraps to the minimum."""
     if np.any(b == 0):
         raise ValueError("integer division by zero")
+    if a.dtype.kind == "i":  # x / -1 is -x (wrapping); dividing by 1 there instead keeps numpy away from the overflow
+        minus_one = b == -1
+        q = _trunc_div(a, np.where(minus_one, 1, b).astype(b.dtype))
+        return np.where(minus_one, np.negative(a), q)
+    return _trunc_div(a, b)
+
+
+def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     q = np.floor_divide(a, b)
-    return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)  # truncate toward zero
+    return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
 
 
 def _div(a: np.ndarray, b: np.ndarray, **_: Any) -> np.ndarray:
-    if np.issubdtype(a.dtype, np.integer):
+    if a.dtype.kind in "iu":
         return _int_div(a, b)
     return np.divide(a, b)
 
 
+def _floor_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """ONNX Mod-28 with fmod=0 on floats, as ONNX Runtime computes it: ``fmod``, plus B where the remainder's sign
+    differs from B's; a zero remainder takes B's sign; B = ±0 or A = ±inf gives NaN; A finite and B = ±inf gives A
+    when their signs agree, else B."""
+    rem = np.fmod(a, b)
+    rem = np.where((rem != 0) & ((rem < 0) != (b < 0)), rem + b, rem)
+    return np.where(rem == 0, np.copysign(np.zeros((), rem.dtype), b), rem)
+
+
 def _mod(a: np.ndarray, b: np.ndarray, fmod: int = 0, **_: Any) -> np.ndarray:
-    if not fmod and np.issubdtype(a.dtype, np.floating):
-        raise ValueError("Mod of floating-point inputs needs fmod=1")
-    if np.issubdtype(a.dtype, np.integer) and np.any(b == 0):
-        raise ValueError("integer modulo by zero")
-    return np.fmod(a, b) if fmod else np.mod(a, b)
+    if a.dtype.kind in "iu":
+        if np.any(b == 0):
+            raise ValueError("integer modulo by zero")
+        if a.dtype.kind == "i":  # x mod -1 is 0 either way; mod 1 keeps numpy away from the minimum's overflow
+            b = np.where(b == -1, 1, b).astype(b.dtype)
+        return np.fmod(a, b) if fmod else np.mod(a, b)
+    return np.fmod(a, b) if fmod else _floor_mod(a, b)
 
 
 def _logical(fn: Callable) -> Callable:
