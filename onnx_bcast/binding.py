@@ -62,7 +62,11 @@ def declare(node: NodeProto, index: int) -> Declared:
     if spec is None:
         raise BroadcastError(node.op_type, "", f"is not an op of domain {DOMAIN!r} "
                                                f"(known: {', '.join(sorted(SPEC_BY_NAME))})", label)
-    return Declared(node, spec, label, read_attributes(node, spec, label), padded_inputs(node, spec, label))
+    declared = Declared(node, spec, label, read_attributes(node, spec, label), padded_inputs(node, spec, label))
+    names = [formal.name for formal in spec.inputs]
+    if declared.mode == "explicit" and "axes_mapping" in names and not declared.inputs[names.index("axes_mapping")]:
+        raise declared.fail("axes_mapping is required in explicit mode")  # the ORT form would read absent as []
+    return declared
 
 
 def read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ def _op_class(spec: OpSpec) -> type[OpRun]:
             if hasattr(err, "with_node"):
                 raise err.with_node(self.onnx_node.name or None) from None
             raise
-        return (np.ascontiguousarray(out),)
+        return (np.array(out, copy=True, order="C"),)  # ascontiguousarray would make a 0-d output 1-d
 
     return type(spec.name, (OpRun,), {"op_domain": DOMAIN, "_run": _run, "__doc__": spec.doc})
 

@@ -116,19 +116,9 @@ RUNTIME_RUNNERS: dict[str, Callable[..., np.ndarray]] = {
 NAMES_THE_NODE = ("session", "reference", "converted_ort")
 
 # (case name, runner) -> why it fails today; strict: an unexpected pass shows the bug fixed
-_ZERO_D = ("reference_ops returns np.ascontiguousarray(out), which turns a 0-d output into shape (1,) "
-           "(got e.g. array([False]) for expected array(False))")
-_RANK65 = "a target of rank 65 is not checked (SPEC: a rank over 64 is an error): "
 _POW_T1 = ("Pow's exponent B is T1 (SPEC §1, as the standard op), but the kernel refuses float32 A with int64 B: "
            "'A and B must have one element type, got float32 and int64'")
 XFAILS: dict[tuple[str, str], str] = {
-    **{(name, "reference"): _ZERO_D for name in ("bc_numpy_scalar_scalar_bool", "ew_sub_none_int64",
-                                                 "ew_max_none_int64", "ew_less_none_int64", "ew_and_none_bool")},
-    ("bc_numpy_rank65", "kernel"): _RANK65 + "numpy's own ValueError 'maximum supported dimension ... found 65'",
-    ("bc_numpy_rank65", "reference"): _RANK65 + "numpy's own ValueError 'maximum supported dimension ... found 65'",
-    ("bc_numpy_rank65", "converted_ort"): _RANK65 + "convert() accepts it and plain ORT builds the 65-d output, "
-                                                    "whose return fails: ValueError 'number of dimensions must be "
-                                                    "within [0, 64]'",
     ("ew_pow_numpy_float32_int64_exponent", "kernel"): _POW_T1,
     ("ew_pow_numpy_float32_int64_exponent", "reference"): _POW_T1,
 }
@@ -192,14 +182,6 @@ RUNTIME_XFAILS: dict[tuple[str, str], str] = {
                     "(no strictly-increasing check)",
     ("bc_explicit_scalar_axis_not_1", "converted_ort_runtime_shapes"):
         _NO_GUARD + "scalar data, target [2, 2], axes_mapping [0] -> (2, 2) filled (no t[a[0]] == 1 check)",
-    **{("bc_explicit_scalar_no_axes_mapping", runner):
-       "explicit mode, scalar data, no axes_mapping input, target_shape [2, 3] fed at run time: the missing "
-       "axes_mapping is read as [] and the run returns shape (2, 3) instead of failing ('axes_mapping is required "
-       "in explicit mode', as every static path says)" for runner in RUNTIME_RUNNERS},
-    ("bc_explicit_no_axes_mapping", "session_runtime_shapes"):
-        "explicit mode, data (3,), no axes_mapping input, target_shape [2, 3] fed at run time: the missing "
-        "axes_mapping is read as [] ('axes_mapping has 0 axes but data has rank 1; ... axes_mapping []'), not "
-        "'axes_mapping is required in explicit mode' as every static path says",
     ("bc_pdpd_axes_mapping_given", "converted_ort_runtime_shapes"):
         _NO_GUARD + "pdpd with axes_mapping [1], data (3,), target [2, 3] -> (2, 3) (axes_mapping outside explicit "
                     "mode not refused)",
