@@ -116,12 +116,7 @@ RUNTIME_RUNNERS: dict[str, Callable[..., np.ndarray]] = {
 NAMES_THE_NODE = ("session", "reference", "converted_ort")
 
 # (case name, runner) -> why it fails today; strict: an unexpected pass shows the bug fixed
-_POW_T1 = ("Pow's exponent B is T1 (SPEC §1, as the standard op), but the kernel refuses float32 A with int64 B: "
-           "'A and B must have one element type, got float32 and int64'")
-XFAILS: dict[tuple[str, str], str] = {
-    ("ew_pow_numpy_float32_int64_exponent", "kernel"): _POW_T1,
-    ("ew_pow_numpy_float32_int64_exponent", "reference"): _POW_T1,
-}
+XFAILS: dict[tuple[str, str], str] = {}
 
 
 def _params(cases: list[Case], runners: dict[str, Callable], xfails: dict[tuple[str, str], str]) -> list:
