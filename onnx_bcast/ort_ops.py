@@ -116,10 +116,10 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
 def bridge_types(spec: OpSpec) -> list[str]:
     """The ONNX types of the value inputs of ``spec``'s public form, one registration each ([] if type-free)."""
     kinds = _value_inputs(spec)
-    if len(kinds) < 2 or len(set(kinds)) != 1:
+    if len(kinds) < 2 or (len(set(kinds)) != 1 and spec.family != "elementwise"):
         return []
-    allowed = dict(spec.type_constraints)[kinds[0]]
-    return [t for t in allowed if t in _BRIDGE_TYPE]
+    constraints = dict(spec.type_constraints)  # elementwise: both operands of one type (Pow's T1 too)
+    return [t for t in constraints[kinds[0]] if t in _BRIDGE_TYPE and all(t in constraints[k] for k in kinds)]
 
 
 def elementwise_bridge_types(op: str) -> list[str]:
@@ -130,7 +130,7 @@ def elementwise_bridge_types(op: str) -> list[str]:
 def _declare_public(spec: OpSpec) -> None:
     kinds = _value_inputs(spec)
     boolean_out = spec.output_type_param != "T"
-    if len(set(kinds)) > 1:
+    if len(set(kinds)) > 1 and spec.family != "elementwise":
         return  # two independent value types: the bridge infers a type-free output from one type-free input only
     if len(kinds) == 1:  # one type-free value input: one registration, the output typed as ORT infers it
         inputs = [_U if formal.type_param != "T_SHAPE" else _I64 for formal in spec.inputs]

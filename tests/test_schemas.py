@@ -86,3 +86,17 @@ def test_unknown_op_in_our_domain_is_rejected() -> None:
         onnx.checker.check_model(model, full_check=True, check_custom_domain=True)
     with pytest.raises(onnx_bcast.BroadcastError, match="node 'tp'.*not an op of domain"):
         onnx_bcast.prepare(model)
+
+
+def test_pow_exponent_has_its_own_type_and_the_output_is_the_base_type() -> None:
+    """Pow's B is T1, as in the standard op: float32 ** int64 checks and infers float32."""
+    node = helper.make_node("Pow", ["a", "b"], ["y"], domain=onnx_bcast.DOMAIN, auto_broadcast="pdpd", axis=1)
+    graph = helper.make_graph([node], "pow", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3, 4]),
+                                              helper.make_tensor_value_info("b", TensorProto.INT64, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])])
+    model = helper.make_model(graph, opset_imports=OPSETS, ir_version=IR_VERSION)
+    onnx.checker.check_model(model, full_check=True)
+    inferred = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    out = inferred.graph.output[0].type.tensor_type
+    assert out.elem_type == TensorProto.FLOAT
+    assert [d.dim_value for d in out.shape.dim] == [2, 3, 4]
