@@ -166,6 +166,17 @@ class Emitter:
             return self._node("Reshape", [x, shape], output, allowzero=1)
         return self._node("Reshape", [x, shape], output)
 
+    def rank_checked(self, x: str, limit: int = 64) -> str:
+        """``x`` itself (a ``Reshape`` to its own shape), after a check that fails the run when its rank is over
+        ``limit``: ``ConstantOfShape([limit - rank])`` cannot take a negative size."""
+        self.require(9, "a run-time rank check (ConstantOfShape)")
+        shape = self.shape(x)
+        room = self.standard("Sub", [self.const_i64([limit], "rank_limit"), self.shape(shape)])
+        zero = helper.make_tensor("zero", TensorProto.INT64, [1], [0])
+        pad = self._node("ConstantOfShape", [room], None, value=zero)
+        nothing = self.slice_to(pad, [0])
+        return self._node("Reshape", [x, self.standard("Concat", [shape, nothing], axis=0)], None)
+
     def cast(self, x: str, to: int, output: str | None = None) -> str:
         return self._node("Cast", [x], output, to=to)
 

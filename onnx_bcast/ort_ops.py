@@ -37,7 +37,6 @@ ERROR_SHAPE_MARK = 2  # the guarded status on failure is [ERROR_SHAPE_MARK, erro
 _STATUS_OK = np.ones((1,), dtype=np.int64)
 
 logger = logging.getLogger("onnx_bcast.ort")
-_U = PyCustomOpDef.undefined
 _I64 = PyCustomOpDef.dt_int64
 _ATTR_KIND = {"string": PyCustomOpDef.dt_string, "int": PyCustomOpDef.dt_int64}  # list attributes are not carried
 _GUARD_ATTRS = {"op": PyCustomOpDef.dt_string, "node": PyCustomOpDef.dt_string, "quiet": _I64,
@@ -48,7 +47,7 @@ _BRIDGE_TYPE = {"tensor(float)": PyCustomOpDef.dt_float, "tensor(double)": PyCus
                 "tensor(int32)": PyCustomOpDef.dt_int32, "tensor(int64)": _I64,
                 "tensor(uint8)": PyCustomOpDef.dt_uint8, "tensor(uint16)": PyCustomOpDef.dt_uint16,
                 "tensor(uint32)": PyCustomOpDef.dt_uint32, "tensor(uint64)": PyCustomOpDef.dt_uint64,
-                "tensor(bool)": PyCustomOpDef.dt_bool}
+                "tensor(bool)": PyCustomOpDef.dt_bool, "tensor(string)": PyCustomOpDef.dt_string}
 
 guarded_run = threading.local()  # set by InferenceSession.run: errors are raised, not only logged
 
@@ -60,8 +59,8 @@ def _limit(attrs: dict[str, Any]) -> int | None:
 
 
 def _value_inputs(spec: OpSpec) -> list[str]:
-    """The type parameters of the public form's inputs that are not shapes (any tensor type may come there)."""
-    return [i.type_param for i in spec.inputs if i.type_param != "T_SHAPE"]
+    """The type parameters of the inputs whose values the kernel reads (not shapes, not shape-only inputs)."""
+    return [i.type_param for i in spec.inputs if i.type_param != "T_SHAPE" and not i.shape_only]
 
 
 def _bridge_attrs(spec: OpSpec) -> dict[str, int]:
@@ -114,11 +113,13 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
 
 
 def bridge_types(spec: OpSpec) -> list[str]:
-    """The ONNX types of the value inputs of ``spec``'s public form, one registration each ([] if type-free)."""
-    kinds = _value_inputs(spec)
-    if len(kinds) < 2 or (len(set(kinds)) != 1 and spec.family != "elementwise"):
-        return []
-    constraints = dict(spec.type_constraints)  # elementwise: both operands of one type (Pow's T1 too)
+    """The ONNX types ``spec``'s Python ops are registered for: its value inputs all of one of them.
+
+    An op with two independent value types whose second is not shape-only (none today) has no registration; the
+    shape-only one (``BroadcastLikeV0``'s ``like_arg``) then keeps the first's type in the public form.
+    """
+    constraints = dict(spec.type_constraints)
+    kinds = [k for k in _value_inputs(spec)]
     return [t for t in constraints[kinds[0]] if t in _BRIDGE_TYPE and all(t in constraints[k] for k in kinds)]
 
 
@@ -127,27 +128,18 @@ def elementwise_bridge_types(op: str) -> list[str]:
     return bridge_types(next(s for s in OP_SPECS if s.name == op))
 
 
-def _declare_public(spec: OpSpec) -> None:
-    kinds = _value_inputs(spec)
-    boolean_out = spec.output_type_param != "T"
-    if len(set(kinds)) > 1 and spec.family != "elementwise":
-        return  # two independent value types: the bridge infers a type-free output from one type-free input only
-    if len(kinds) == 1:  # one type-free value input: one registration, the output typed as ORT infers it
-        inputs = [_U if formal.type_param != "T_SHAPE" else _I64 for formal in spec.inputs]
-        ort_marshal.declare(f"{DOMAIN}::{spec.name}", inputs, [_U], _bridge_attrs(spec),
-                            _kernel(spec, False, lambda x: x.dtype))
-        return
+def _declare(domain: str, spec: OpSpec, guarded: bool) -> None:
+    """One registration per type the bridge carries, so that ORT refuses any other type when the session is made
+    (data of a type the bridge cannot carry would abort the process when the node runs)."""
+    boolean_out = spec.output_type_param != spec.inputs[0].type_param
+    attrs = {**_bridge_attrs(spec), **(_GUARD_ATTRS if guarded else {})}
     for type_str in bridge_types(spec):
         dt = _BRIDGE_TYPE[type_str]
-        ort_marshal.declare(f"{DOMAIN}::{spec.name}", [dt] * len(spec.inputs),
-                            [PyCustomOpDef.dt_bool if boolean_out else dt], _bridge_attrs(spec),
-                            _kernel(spec, False, lambda x, b=boolean_out: np.bool_ if b else x.dtype))
-
-
-def _declare_guarded(spec: OpSpec) -> None:
-    inputs = [_U] + [_I64] * (len(spec.inputs) - 1)
-    ort_marshal.declare(f"{GUARDED_DOMAIN}::{spec.name}", inputs, [_U, _I64],
-                        {**_bridge_attrs(spec), **_GUARD_ATTRS}, _kernel(spec, True, lambda x: x.dtype))
+        inputs = [dt if formal.type_param != "T_SHAPE" and not (guarded and formal.shape_only) else _I64
+                  for formal in spec.inputs]
+        out = PyCustomOpDef.dt_bool if boolean_out else dt
+        ort_marshal.declare(f"{domain}::{spec.name}", inputs, [out, _I64] if guarded else [out], attrs,
+                            _kernel(spec, guarded, lambda x, b=boolean_out: np.bool_ if b else x.dtype))
 
 
 def failure_shape(error_id: int, b_size: int) -> np.ndarray:
@@ -193,9 +185,8 @@ def register() -> None:
         if st.registered:
             return
         for spec in OP_SPECS:
-            _declare_public(spec)
-            if spec.family != "elementwise":  # a Python kernel moves the data: it has a guarded form
-                _declare_guarded(spec)
+            _declare(DOMAIN, spec, guarded=False)
+            _declare(GUARDED_DOMAIN, spec, guarded=True)
         check_attrs = {**_GUARD_ATTRS, "auto_broadcast": PyCustomOpDef.dt_string, "axis": _I64, "allowzero": _I64,
                        "elem_type": _I64}
         ort_marshal.declare(f"{GUARDED_DOMAIN}::{ELEMENTWISE_CHECK}", [_I64, _I64], [_I64], check_attrs,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from onnx import TensorProto, helper
+from onnx import helper
 
 from onnx_bcast.binding import Bound
 from onnx_bcast.converters.elementwise import ElementwiseRule
@@ -15,10 +15,10 @@ from onnx_bcast.memory_guard import check_output_size
 from onnx_bcast.ops import OP_SPECS
 from onnx_bcast.ops.broadcast import MODES
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
+from onnx_bcast.ort_types import carrier_problem, carrier_type, native_elementwise_runs
 from onnx_bcast.schemas import ELEMENTWISE_CHECK, GUARDED_DOMAIN
 
 DEFAULT_OPSET = 13  # for a model that imports no default-domain opset
-CAST_TO_FLOAT = (TensorProto.FLOAT16, TensorProto.BFLOAT16)  # the bridge cannot carry them; the cast is exact
 
 
 def _limit_attr(max_output_bytes: int | None) -> int:
@@ -30,8 +30,9 @@ class GuardedKernel:
 
     The status is ``[1]``, or ``[2, error id]`` when the kernel failed, which the ``Reshape`` beside the data path
     cannot take: ORT fails the run cleanly and ``InferenceSession`` raises the recorded error. List attributes
-    travel as int64 constant inputs, a shape-only input (``like_arg``) as its ``Shape``, and 16-bit float data
-    as float32 (``Cast`` there and back: a broadcast only moves data).
+    travel as int64 constant inputs, a shape-only input (``like_arg``) as its ``Shape``. A value of a type the
+    bridge cannot carry travels as the type that holds it exactly (float16/float8 as float32, int4 as int8:
+    ``Cast`` there and back), and a value of unknown rank first passes a check that its rank is at most 64.
     """
 
     def __init__(self, op: str, mode: str, quiet: bool, max_output_bytes: int | None) -> None:
@@ -39,14 +40,24 @@ class GuardedKernel:
         self.quiet, self.max_output_bytes = int(quiet), max_output_bytes
 
     def check(self, bound: Bound) -> str | None:
-        return None
+        return None  # what the bridge cannot carry depends on the opset: ``rewrite`` says so
+
+    @staticmethod
+    def _value_inputs(bound: Bound) -> list[int]:
+        return [i for i, formal in enumerate(bound.spec.inputs) if formal.type_param != "T_SHAPE"
+                and not formal.shape_only]
 
     def _operands(self, emit: Emitter, bound: Bound) -> list[str]:
         operands = []
-        for i, formal in enumerate(bound.spec.inputs[1:], start=1):
+        for i, formal in enumerate(bound.spec.inputs):
             name = bound.inputs[i]
             if formal.shape_only:
                 operands.append(emit.shape(name))
+            elif formal.type_param != "T_SHAPE":
+                value = emit.rank_checked(name) if bound.rank(i) is None else name
+                elem = bound.types[i]
+                carrier = carrier_type(elem) if elem is not None else None
+                operands.append(emit.cast(value, carrier) if carrier is not None and carrier != elem else value)
             elif name:
                 operands.append(name if bound.is_int64(i) else emit.cast_i64(name))
             else:  # the ORT form of a list attribute (``shape_input`` carries ``shape``), else empty
@@ -55,18 +66,21 @@ class GuardedKernel:
         return operands
 
     def rewrite(self, emit: Emitter, bound: Bound) -> None:
-        data, data_type = bound.inputs[0], bound.types[0]
-        cast = data_type in CAST_TO_FLOAT
-        if cast:
-            data = emit.cast(data, TensorProto.FLOAT)
-        raw = emit.names(f"{bound.label}_f32") if cast else bound.output
+        for i in self._value_inputs(bound):
+            problem = carrier_problem(bound.types[i], emit.opset) if bound.types[i] is not None else None
+            if problem is not None:
+                raise emit.fail(problem)
+        out_type = bound.types[0] if bound.spec.output_type_param == bound.spec.inputs[0].type_param else None
+        carrier = carrier_type(out_type) if out_type is not None else None
+        cast_back = carrier is not None and carrier != out_type
+        raw = emit.names(f"{bound.label}_carried") if cast_back else bound.output
         scalar_attrs = {a.name: bound.attrs[a.name] for a in bound.spec.attrs if a.kind != "ints"}
-        _, status = emit.custom(self.op, GUARDED_DOMAIN, [data, *self._operands(emit, bound)], [raw, None],
+        _, status = emit.custom(self.op, GUARDED_DOMAIN, self._operands(emit, bound), [raw, None],
                                 op=self.op, node=bound.label, quiet=self.quiet,
                                 max_output_bytes=_limit_attr(self.max_output_bytes), **scalar_attrs)
         emit.standard("Reshape", [emit.const_i64([0], "guard_one"), status])
-        if cast:
-            emit.cast(raw, data_type, bound.output)
+        if cast_back:
+            emit.cast(raw, out_type, bound.output)
 
 
 class CheckedElementwise:
@@ -74,18 +88,28 @@ class CheckedElementwise:
 
     ORT's standard op does the arithmetic. With static shapes the rule is checked here and the standard rule's
     ``Squeeze``/``Unsqueeze`` align B; otherwise the check gives, at run time, the shape B takes for numpy
-    broadcasting, or a shape B cannot take (carrying the error id) so that the ``Reshape`` fails the run.
+    broadcasting, or a shape B cannot take (carrying the error id) so that the ``Reshape`` fails the run. Where
+    ORT's standard op cannot serve (no kernel for the type, a type the model's opset predates, float ``Mod`` with
+    fmod=0 before opset 28, or signed ``Div`` that traps on INT_MIN / -1) our numpy kernel runs instead, as a
+    guarded kernel (``GuardedKernel``): the same values, as ORT computes them.
     """
 
     def __init__(self, op: str, mode: str, quiet: bool, max_output_bytes: int | None) -> None:
         self.op, self.mode = op, mode
         self.quiet, self.max_output_bytes = int(quiet), max_output_bytes
         self.standard = ElementwiseRule(op, mode)
+        self.kernel = GuardedKernel(op, mode, quiet, max_output_bytes)
+
+    def _native(self, emit: Emitter, bound: Bound) -> bool:
+        return native_elementwise_runs(self.op, bound.types[0], bound.types[1], emit.opset, bound.attrs)
 
     def check(self, bound: Bound) -> str | None:
-        return self.standard.check(bound) if _static(bound) else self.standard.check_arithmetic(bound)
+        return None  # what the standard op cannot do, the numpy kernel does
 
     def rewrite(self, emit: Emitter, bound: Bound) -> None:
+        if not self._native(emit, bound):
+            self.kernel.rewrite(emit, bound)
+            return
         if _static(bound):
             if bound.types[0]:
                 dtype = helper.tensor_dtype_to_np_dtype(bound.types[0])

@@ -122,7 +122,21 @@ def _memo_static_shape(spec_name: str, attrs: tuple, shapes: tuple, values: tupl
         return err
 
 
+def _infer_guarded(spec: OpSpec):
+    """A guarded kernel's outputs: the op's output type, shape left to run time; the int64 status."""
+    boolean = spec.output_type_param != spec.inputs[0].type_param
+
+    def infer(ctx: Any) -> None:
+        elem = onnx.TensorProto.BOOL if boolean else ctx.get_input_type(0).tensor_type.elem_type
+        ctx.set_output_type(0, _type_proto(elem, None))
+        if ctx.get_num_outputs() > 1:
+            ctx.set_output_type(1, _type_proto(onnx.TensorProto.INT64, (None,)))
+    return infer
+
+
 def _infer(spec: OpSpec, guarded: bool):
+    if guarded:
+        return _infer_guarded(spec)
     if spec.family == "elementwise":
         return _infer_elementwise(spec)
     reads_values = spec.value_inputs
@@ -136,11 +150,6 @@ def _infer(spec: OpSpec, guarded: bool):
         # only the value inputs' types are read: each read crosses into C++ and copies a proto
         types = [ctx.get_input_type(i) if present[i] and not reads_values[i] else None for i in range(n)]
         elem = types[0].tensor_type.elem_type if types and types[0] is not None else 0
-        if guarded:
-            ctx.set_output_type(0, _type_proto(elem, None))
-            if ctx.get_num_outputs() > 1:
-                ctx.set_output_type(1, _type_proto(onnx.TensorProto.INT64, (None,)))
-            return
         shapes = tuple(None if t is None else _shape_of(t) for t in types)
         values = []
         for i in range(n):
@@ -168,17 +177,19 @@ def _display_name(ctx: Any) -> str | None:
 
 def _schema(spec: OpSpec, domain: str, guarded: bool) -> OpSchema:
     option = OpSchema.FormalParameterOption
+    as_int64 = [guarded and (i.type_param == "T_SHAPE" or i.shape_only) for i in spec.inputs]
     inputs = [
-        OpSchema.FormalParameter(i.name, i.type_param if not guarded or i.type_param == "T" else "tensor(int64)",
+        OpSchema.FormalParameter(i.name, "tensor(int64)" if cast else i.type_param,
                                  i.doc, param_option=option.Single if guarded or not i.optional else option.Optional)
-        for i in spec.inputs
+        for i, cast in zip(spec.inputs, as_int64, strict=True)
     ]
     outputs = [OpSchema.FormalParameter("output", spec.output_type_param, "the broadcast tensor")]
     constraints = [(name, list(types), "") for name, types in spec.type_constraints]
     attributes = [_attribute(a.name, a.kind, a.default, a.doc) for a in spec.attrs]
     if guarded:
         outputs.append(OpSchema.FormalParameter("output_shape", "tensor(int64)", "[1], or [2, error id] on failure"))
-        constraints = [c for c in constraints if c[0] == "T"]
+        used = {i.type_param for i, cast in zip(spec.inputs, as_int64, strict=True) if not cast}
+        constraints = [c for c in constraints if c[0] in used or c[0] == spec.output_type_param]
         attributes = [OpSchema.Attribute(a.name, _ATTR_TYPES[a.kind], a.doc, required=False) for a in spec.attrs]
         attributes += [OpSchema.Attribute("op", OpSchema.AttrType.STRING, "the original op", required=False),
                        OpSchema.Attribute("node", OpSchema.AttrType.STRING, "the original node", required=False),
@@ -200,8 +211,7 @@ def register() -> None:
     for spec in OP_SPECS:
         if not onnx.defs.has(spec.name, DOMAIN):
             onnx.defs.register_schema(_schema(spec, DOMAIN, guarded=False))
-        has_guarded_form = spec.family != "elementwise"  # a Python kernel moves the data
-        if has_guarded_form and not onnx.defs.has(spec.name, GUARDED_DOMAIN):
+        if not onnx.defs.has(spec.name, GUARDED_DOMAIN):
             onnx.defs.register_schema(_schema(spec, GUARDED_DOMAIN, guarded=True))
     if not onnx.defs.has(ELEMENTWISE_CHECK, GUARDED_DOMAIN):
         onnx.defs.register_schema(_elementwise_check_schema())
