@@ -56,7 +56,7 @@ class ElementwiseRule:
     def emit_standard(self, emit: Emitter, bound: Bound, b: str, form: str) -> None:
         """The standard op on A and ``b``, B already aligned for numpy broadcasting."""
         attrs = {"fmod": int(bound.attrs["fmod"])} if self.op == "Mod" else {}
-        emit.elementwise(self.op, bound.inputs[0], b, bound.output, form, **attrs)
+        emit.elementwise(self.op, bound.inputs[0], b, bound.output, form, bound.types[0], **attrs)
 
     def align_pdpd(self, emit: Emitter, bound: Bound) -> str:
         """B squeezed past A's end and unsqueezed to A's rank (ranks known: ``check`` said so)."""

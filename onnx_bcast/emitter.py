@@ -10,7 +10,7 @@ from onnx import NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import NameGenerator
-from onnx_bcast.ops.elementwise import standard_form
+from onnx_bcast.ops.elementwise import COMPARISONS, standard_form
 
 if TYPE_CHECKING:
     from onnx_bcast.converters.expand_elision import ExpandElision
@@ -147,12 +147,18 @@ class Emitter:
         except ValueError as err:
             raise self.fail(str(err)) from None
 
-    def elementwise(self, op: str, a: str, b: str, output: str, form: str, **attrs) -> str:
-        """The standard ``op(a, b)``; before opset 12 ``LessOrEqual``/``GreaterOrEqual`` as ``Or(strict, Equal)``."""
+    def elementwise(self, op: str, a: str, b: str, output: str, form: str, elem: int | None = None,
+                    **attrs) -> str:
+        """The standard ``op(a, b)`` in the ``form`` ``standard_form`` chose: direct; ``Or(strict, Equal)`` for
+        ``LessOrEqual``/``GreaterOrEqual`` before opset 12; or on a wider type, cast back to ``elem``."""
         if form == "or_strict_equal":  # exact, NaN included: both parts are false for NaN
             strict = self.standard("Less" if op == "LessOrEqual" else "Greater", [a, b])
             equal = self.standard("Equal", [a, b])
             return self.standard("Or", [strict, equal], output)
+        if form.startswith("widen:"):
+            wide = int(form.split(":")[1])
+            result = self.standard(op, [self.cast(a, wide), self.cast(b, wide)], None, **attrs)
+            return self.identity(result, output) if op in COMPARISONS else self.cast(result, elem, output)
         return self.standard(op, [a, b], output, **attrs)
 
     def custom(self, op_type: str, domain: str, inputs: Sequence[str], outputs: Sequence[str | None],

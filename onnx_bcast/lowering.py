@@ -88,12 +88,12 @@ def _check_our_opsets(model: ModelProto) -> None:
                                              f"this onnx-bcast knows version {schemas.VERSION} only")
 
 
-def _working_copy(model: ModelProto, rule_set: RuleSet, opset: int | None) -> ModelProto:
+def _working_copy(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool = False) -> ModelProto:
     _check_our_opsets(model)
     copy = ModelProto()
     copy.CopyFrom(model)
-    if rule_set.inline_functions and any(n.domain == DOMAIN for f in copy.functions for n in f.node):
-        copy = onnx.inliner.inline_local_functions(copy)
+    if (inline or rule_set.inline_functions) and any(n.domain == DOMAIN for f in copy.functions for n in f.node):
+        copy = _inline_functions_with_our_nodes(copy)
     current = opset_version(list(copy.opset_import), "")
     if current is None:
         copy.opset_import.append(helper.make_opsetid("", opset if opset is not None else rule_set.default_opset(None)))
@@ -101,6 +101,16 @@ def _working_copy(model: ModelProto, rule_set: RuleSet, opset: int | None) -> Mo
         raise ValueError(f"the model already uses default-domain opset {current}; converting its standard nodes to "
                          f"opset {opset} is not done here (onnx's version converter drops model-local functions)")
     return copy
+
+
+def _inline_functions_with_our_nodes(model: ModelProto) -> ModelProto:
+    """The model with every local function that holds a node of ours inlined at its call sites (others kept)."""
+    ours = [(f.domain, f.name) for f in model.functions if any(n.domain == DOMAIN for n in f.node)]
+    try:
+        return onnx.inliner.inline_selected_functions(model, ours, exclude=False)
+    except Exception as err:  # onnx's own message, in our one-line form
+        raise BroadcastError(DOMAIN, "", f"cannot inline the model-local functions {ours} that hold our nodes: "
+                                         f"{str(err).strip().splitlines()[0]}") from None
 
 
 def _survey(lists: list[NodeList], names: NameGenerator) -> list[list[tuple[int, Declared]]]:
@@ -114,11 +124,15 @@ def _survey(lists: list[NodeList], names: NameGenerator) -> list[list[tuple[int,
 
 def _bound_with_rule(declared: Declared, facts: StaticFacts, in_function: bool, rule_set: RuleSet) -> tuple[Bound,
                                                                                                             Rule]:
-    rule = rule_set.rule_for(declared)
-    bound = bind(declared, facts, in_function)
-    reason = rule.check(bound)
-    if reason is not None:
-        raise bound.fail(reason)
+    try:
+        rule = rule_set.rule_for(declared)
+        bound = bind(declared, facts, in_function)
+        reason = rule.check(bound)
+        if reason is not None:
+            raise bound.fail(reason)
+    except BroadcastError as err:
+        err.in_function = in_function  # a function's call sites may tell what its body does not: inline, retry
+        raise
     return bound, rule
 
 
@@ -134,9 +148,23 @@ def bind_model(model: ModelProto, rule_set: RuleSet) -> list[Bound]:
 
 
 def lower(model: ModelProto, rule_set: RuleSet, *, opset: int | None = None) -> Lowered:
-    """A copy of ``model`` with every node of ours rewritten by ``rule_set`` (subgraphs and functions included)."""
+    """A copy of ``model`` with every node of ours rewritten by ``rule_set`` (subgraphs and functions included).
+
+    A function whose nodes of ours cannot be rewritten without knowing its values (pdpd needs ranks, say) is
+    inlined at its call sites, where shape inference knows them, and the pass runs again.
+    """
+    try:
+        return _lower(model, rule_set, opset, inline=False)
+    except BroadcastError as err:
+        if not getattr(err, "in_function", False):
+            raise
+        logger.debug("inlining the functions that hold our nodes: %s", err)
+    return _lower(model, rule_set, opset, inline=True)
+
+
+def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool) -> Lowered:
     schemas.register()
-    copy = _working_copy(model, rule_set, opset)
+    copy = _working_copy(model, rule_set, opset, inline)
     lists = list(node_lists(copy))
     names = NameGenerator()
     declared = _survey(lists, names)

@@ -60,8 +60,11 @@ def native_elementwise_runs(op: str, a: int | None, b: int | None, opset: int, a
         form = standard_form(op, opset, a)
     except ValueError:
         return False
-    ops = [op] if form == "direct" else ["Less" if op == "LessOrEqual" else "Greater", "Equal", "Or"]
     fmod = int(attrs.get("fmod", 0)) if op == "Mod" else None
+    if form.startswith("widen:"):  # the op on the wider type, with Casts around it
+        wide = int(form.split(":")[1])
+        return _ort_has_kernel(op, wide, wide, opset, fmod)
+    ops = [op] if form == "direct" else ["Less" if op == "LessOrEqual" else "Greater", "Equal", "Or"]
     return all(_ort_has_kernel(name, a, b if b is not None else a, opset, fmod) for name in ops)
 
 

@@ -190,3 +190,45 @@ def test_shape_inference_keeps_symbolic_dims_and_gives_bool_for_comparisons() ->
                 assert len(dims) == 4, (op, rule, dims)
             else:  # none and pdpd: A's shape
                 assert dims == ["n", "c", "h", "w"], (op, rule, dims)
+
+
+@pytest.mark.parametrize(("op", "elem", "opset"), [
+    ("Add", TensorProto.UINT8, 13), ("Sub", TensorProto.UINT8, 13), ("Mul", TensorProto.INT8, 13),
+    ("Div", TensorProto.INT8, 13), ("Mul", TensorProto.UINT16, 13), ("Equal", TensorProto.UINT8, 10)])
+def test_a_type_the_opset_predates_is_computed_on_a_wider_type_and_cast_back(op: str, elem: int, opset: int) -> None:
+    """uint8 Add before opset 14: Cast to int32, Add, Cast back: the same wrapped values as uint8 arithmetic."""
+    model = elementwise_model(op, "pdpd", 1, [2, 3, 4], [3], elem, opset=opset)
+    converted = onnx_bcast.convert(model)
+    ops = [n.op_type for n in converted.graph.node]
+    assert op in ops and "Cast" in ops, ops
+    dtype = helper.tensor_dtype_to_np_dtype(elem)
+    info = np.iinfo(dtype)
+    a = np.linspace(info.min, info.max, 24).astype(dtype).reshape(2, 3, 4)
+    b = np.array([info.max, 3, info.min if op != "Div" else -1 if info.min < 0 else 7], dtype)
+    b_aligned = b.reshape(1, 3, 1)
+    wide_a, wide_b = a.astype(np.int64), b_aligned.astype(np.int64)
+    formulas = {"Add": lambda: wide_a + wide_b, "Sub": lambda: wide_a - wide_b, "Mul": lambda: wide_a * wide_b,
+                "Equal": lambda: wide_a == wide_b, "Div": lambda: np.trunc(wide_a / wide_b).astype(np.int64)}
+    exact = formulas[op]()
+    expected = exact if op == "Equal" else exact.astype(dtype)  # astype wraps, as C's cast does
+    plain = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(plain.run(None, {"A": a, "B": b})[0], expected)
+    np.testing.assert_array_equal(onnx_bcast.InferenceSession(model).run(None, {"A": a, "B": b})[0], expected)
+
+
+def test_pdpd_inside_a_model_local_function_converts_where_its_call_site_gives_the_ranks() -> None:
+    """Inside the function nothing is typed; inlined at its call site, the ranks are known and pdpd converts."""
+    body = helper.make_node("Add", ["a", "b"], ["y"], domain="onnx_bcast", name="inner", auto_broadcast="pdpd", axis=1)
+    function = helper.make_function("local", "BiasAdd", ["a", "b"], ["y"], [body],
+                                    [helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)])
+    graph = helper.make_graph([helper.make_node("BiasAdd", ["A", "B"], ["Y"], domain="local", name="call")], "g",
+                              [helper.make_tensor_value_info("A", TensorProto.FLOAT, [2, 3, 4]),
+                               helper.make_tensor_value_info("B", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 3, 4])])
+    model = helper.make_model(graph, functions=[function], ir_version=10, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1), helper.make_opsetid("local", 1)])
+    converted = onnx_bcast.convert(model)
+    assert all(n.domain != "onnx_bcast" for n in converted.graph.node)
+    a, b = np.arange(24, dtype=np.float32).reshape(2, 3, 4), np.array([10, 20, 30], np.float32)
+    plain = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(plain.run(None, {"A": a, "B": b})[0], a + b.reshape(1, 3, 1))

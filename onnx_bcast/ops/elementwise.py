@@ -141,8 +141,18 @@ def standard_accepts(op: str, opset: int, elem: int) -> bool:
     return _type_string(elem) in allowed
 
 
+# a type a standard op takes only at a later opset, and wider types whose values hold it exactly: the op computed
+# there and cast back gives the same bits (integers wrap on the way back as they wrap in the narrow op; the
+# half-precision floats round once, correctly, since float32 has more than twice their precision bits)
+_T = onnx.TensorProto
+_WIDER = {_T.INT8: (_T.INT32,), _T.UINT8: (_T.INT32,), _T.INT16: (_T.INT32,), _T.UINT16: (_T.INT32,),
+          _T.INT32: (_T.INT64,), _T.UINT32: (_T.INT64,), _T.FLOAT16: (_T.FLOAT,), _T.BFLOAT16: (_T.FLOAT,)}
+_EXACT_WHEN_WIDENED = {"Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", *COMPARISONS}
+
+
 def standard_form(op: str, opset: int, elem: int | None) -> str:
-    """How the standard op is written at ``opset``: ``"direct"`` or ``"or_strict_equal"`` (``A<B or A==B``).
+    """How the standard op is written at ``opset``: ``"direct"``, ``"or_strict_equal"`` (``A<B or A==B``), or
+    ``"widen:<type>"`` (cast to that wider type, the op, cast back).
 
     Raises ``ValueError`` naming the opset needed when neither form exists for ``elem`` at ``opset``.
     """
@@ -151,6 +161,9 @@ def standard_form(op: str, opset: int, elem: int | None) -> str:
     strict = {"LessOrEqual": "Less", "GreaterOrEqual": "Greater"}.get(op)
     if strict and standard_accepts(strict, opset, elem) and standard_accepts("Equal", opset, elem):
         return "or_strict_equal"  # exact, NaN included: both parts are false for NaN
+    for wide in _WIDER.get(elem, ()) if op in _EXACT_WHEN_WIDENED else ():
+        if standard_accepts(op, opset, wide) and standard_accepts("Cast", opset, elem):
+            return f"widen:{wide}"
     since = next((v for v in range(opset + 1, STANDARD_OPSET + 1) if standard_accepts(op, v, elem)), None)
     need = f"default-domain opset >= {since}" if since else "a newer ONNX"
     raise ValueError(f"standard {op} of {_type_string(elem)} needs {need}; the model uses opset {opset}")
