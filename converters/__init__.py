@@ -1,14 +1,15 @@
-"""The standard-ONNX rule set: one rule per (op, mode), and the Expand elision that runs after them."""
+"""The standard-ONNX rule sets (with run-time guards, and bare): one rule per (op, mode), and Expand elision."""
 
 from __future__ import annotations
 
 from onnx_bcast.converters import broadcast_explicit, broadcast_to_target, broadcast_v0, elementwise
 from onnx_bcast.converters.expand_elision import ExpandElision
-
 from onnx_bcast.lowering import RuleSet
 
-RULES = {(rule.op, rule.mode): rule for module in (broadcast_to_target, broadcast_explicit, broadcast_v0, elementwise)
-         for rule in module.RULES}
+
+def _rules(guards: bool) -> dict:
+    modules = (broadcast_to_target, broadcast_explicit, broadcast_v0, elementwise)
+    return {(rule.op, rule.mode): rule for module in modules for rule in module.rules(guards)}
 
 
 def _newest_opset(requested: int | None) -> int:
@@ -17,5 +18,8 @@ def _newest_opset(requested: int | None) -> int:
     return requested if requested is not None else max_opset()
 
 
-STANDARD = RuleSet("standard-ONNX", RULES, inline_functions=False, default_opset=_newest_opset,
+STANDARD = RuleSet("standard-ONNX", _rules(guards=True), inline_functions=False, default_opset=_newest_opset,
                    elision=ExpandElision)
+BARE = RuleSet("standard-ONNX", _rules(guards=False), inline_functions=False, default_opset=_newest_opset,
+               elision=ExpandElision)
+RULES = STANDARD.rules

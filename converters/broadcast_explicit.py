@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from onnx_bcast.converters.shape_inputs import int64_input
-
 from onnx_bcast.binding import Bound
+from onnx_bcast.converters.guards import checked_target
+from onnx_bcast.converters.shape_inputs import int64_input
 from onnx_bcast.emitter import Emitter
 
 
@@ -12,12 +12,19 @@ class ExplicitAxes:
     """``Broadcast<mode=explicit>(x, s, a) -> Expand(Unsqueeze(x, complement(a)), s)``.
 
     When the target's length or ``axes_mapping`` is only known at run time, the aligned shape is built with
-    ``ScatterElements(ConstantOfShape(Shape(s), 1), a, Shape(x))`` and applied with ``Reshape``.
+    ``ScatterElements(ConstantOfShape(Shape(s), 1), a, Shape(x))`` and applied with ``Reshape``. With guards and an
+    output shape not known statically, ``s`` passes explicit mode's run-time checks first.
     """
 
-    def __init__(self, op: str) -> None:
+    def __init__(self, op: str, guards: bool = True) -> None:
         self.op = op
         self.mode = "explicit"
+        self.guards = guards
+
+    def _checked(self, emit: Emitter, bound: Bound, target: str) -> str:
+        if self.guards and bound.out_shape is None:
+            return checked_target(emit, bound, bound.inputs[0], target, int64_input(emit, bound, 2, "axes_mapping"))
+        return target
 
     def check(self, bound: Bound) -> str | None:
         return None
@@ -36,12 +43,14 @@ class ExplicitAxes:
                 return
             leading = new_axes == list(range(len(new_axes)))  # Expand right-aligns: leading axes need no Unsqueeze
             aligned = emit.unsqueeze(data, new_axes) if new_axes and not leading else data
-            emit.expand(aligned, int64_input(emit, bound, 1, "target_shape"), bound.output, out_shape)
+            emit.expand(aligned, self._checked(emit, bound, int64_input(emit, bound, 1, "target_shape")), bound.output,
+                        out_shape)
             return
         if any(d == 0 for d in bound.shapes[0] or ()):  # a 0 in Reshape's shape means "copy" before allowzero
             emit.require(14, "zero-size data with a run-time explicit mapping (Reshape allowzero)")
-        target = int64_input(emit, bound, 1, "target_shape")
-        ones = emit.ones_like_shape(emit.shape(target))
+        raw_target = int64_input(emit, bound, 1, "target_shape")
+        target = self._checked(emit, bound, raw_target)
+        ones = emit.ones_like_shape(emit.shape(raw_target))
         if data_rank == 0:
             aligned_shape = ones
         else:
@@ -60,4 +69,5 @@ def _aligned(data_shape: tuple[int, ...], axes: tuple[int, ...], rank: int) -> t
     return tuple(dims)
 
 
-RULES = [ExplicitAxes(op) for op in ("Broadcast", "Expand")]
+def rules(guards: bool) -> list[ExplicitAxes]:
+    return [ExplicitAxes(op, guards) for op in ("Broadcast", "Expand")]

@@ -6,18 +6,22 @@ data must reach the target's last axis, so aligning it at ``axis`` is the same r
 
 from __future__ import annotations
 
-from onnx_bcast.converters.shape_inputs import int64_input
-
 from onnx_bcast.binding import Bound
+from onnx_bcast.converters.guards import checked_target
+from onnx_bcast.converters.shape_inputs import int64_input
 from onnx_bcast.emitter import Emitter
 
 
 class ExpandToTarget:
-    """``Broadcast<mode=numpy|bidirectional|pdpd>(x, s) -> Expand(x, s)``, or ``Identity(x)`` when it is a no-op."""
+    """``Broadcast<mode=numpy|bidirectional|pdpd>(x, s) -> Expand(x, s)``, or ``Identity(x)`` when it is a no-op.
 
-    def __init__(self, op: str, mode: str) -> None:
+    With guards and an output shape not known statically, ``s`` passes the mode's run-time checks first.
+    """
+
+    def __init__(self, op: str, mode: str, guards: bool = True) -> None:
         self.op = op
         self.mode = mode
+        self.guards = guards
 
     def check(self, bound: Bound) -> str | None:
         return None
@@ -27,7 +31,12 @@ class ExpandToTarget:
         if out_shape is not None and bound.static_shape(0) == out_shape:
             emit.identity(bound.inputs[0], bound.output)
             return
-        emit.expand(bound.inputs[0], int64_input(emit, bound, 1, "target_shape"), bound.output, out_shape)
+        target = int64_input(emit, bound, 1, "target_shape")
+        if self.guards and out_shape is None:
+            target = checked_target(emit, bound, bound.inputs[0], target)
+        emit.expand(bound.inputs[0], target, bound.output, out_shape)
 
 
-RULES = [ExpandToTarget(op, mode) for op in ("Broadcast", "Expand") for mode in ("numpy", "bidirectional", "pdpd")]
+def rules(guards: bool) -> list[ExpandToTarget]:
+    return [ExpandToTarget(op, mode, guards) for op in ("Broadcast", "Expand")
+            for mode in ("numpy", "bidirectional", "pdpd")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from onnx_bcast.binding import Bound
+from onnx_bcast.converters.guards import checked_against_shape
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.ops.broadcast_v0 import like_axes
 
@@ -21,9 +22,17 @@ def _unsqueeze_expand(emit: Emitter, data: str, axes: list[int], shape: str | No
 
 
 class BroadcastV0Rule:
-    """``BroadcastV0(x, shape, axes) -> Expand(Unsqueeze(x, axes), shape)``; ``Identity`` without axes."""
+    """``BroadcastV0(x, shape, axes) -> Expand(Unsqueeze(x, axes), shape)``; ``Identity`` without axes.
+
+    With guards and ``x``'s shape not known statically, ``Shape(x)`` must equal ``shape`` without ``axes``
+    exactly: checked at run time, tied into ``Expand``'s shape (or a ``Reshape`` to ``shape`` where no axis
+    replicates).
+    """
 
     op, mode = "BroadcastV0", ""
+
+    def __init__(self, guards: bool = True) -> None:
+        self.guards = guards
 
     def check(self, bound: Bound) -> str | None:
         return None
@@ -36,6 +45,16 @@ class BroadcastV0Rule:
         if needs_expand:  # the ORT form carries the shape as input 1 too: reuse it when it says the same
             given = bound.ints(1) if len(bound.inputs) > 1 and bound.is_int64(1) else None
             target = bound.inputs[1] if given == shape else emit.const_i64(shape, "shape")
+        if self.guards and bound.out_shape is None:
+            required = emit.const_i64([d for i, d in enumerate(shape) if i not in set(axes)], "required_shape")
+            checked = checked_against_shape(emit, bound, bound.inputs[0], required,
+                                            "arg's shape must equal shape without broadcast_axes",
+                                            target if needs_expand else emit.const_i64(shape, "shape"))
+            if not needs_expand:
+                aligned = emit.unsqueeze(bound.inputs[0], axes) if axes else bound.inputs[0]
+                emit.reshape(aligned, checked, bound.output)
+                return
+            target = checked
         _unsqueeze_expand(emit, bound.inputs[0], axes, target, needs_expand, bound.output, shape)
 
 
@@ -64,4 +83,5 @@ class BroadcastLikeV0Rule:
         _unsqueeze_expand(emit, bound.inputs[0], axes, target, needs_expand, bound.output, like_shape)
 
 
-RULES = [BroadcastV0Rule(), BroadcastLikeV0Rule()]
+def rules(guards: bool) -> list[BroadcastV0Rule | BroadcastLikeV0Rule]:
+    return [BroadcastV0Rule(guards), BroadcastLikeV0Rule()]

@@ -2,9 +2,10 @@
 
 * ``numpy``: the standard op itself (ONNX broadcasting is numpy's).
 * ``none``: the standard op after the static check that both shapes are equal; with shapes known only at run
-  time the standard op's numpy broadcasting is what checks them (it accepts more than ``none`` would).
+  time, a guard checks it then (B reshaped to itself after the check).
 * ``pdpd``: B's axes past A's end (size 1 in a valid B) squeezed, then 1s unsqueezed before ``axis`` and after
-  B's end, so numpy broadcasting meets B at ``axis``; needs A's and B's ranks, not their dims.
+  B's end, so numpy broadcasting meets B at ``axis``; needs A's and B's ranks, not their dims. With dims known
+  only at run time, a guard checks that each aligned B dim is 1 or A's (the output is A's shape).
 
 Before opset 12, ``LessOrEqual``/``GreaterOrEqual`` are written ``Or(Less, Equal)``; a type the standard op
 only takes at a later opset is refused with that opset named (both decided by the emitter).
@@ -15,6 +16,7 @@ from __future__ import annotations
 from onnx import TensorProto
 
 from onnx_bcast.binding import Bound
+from onnx_bcast.converters.guards import checked_b
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.ops.elementwise import ARITHMETIC, pdpd_axes_plan
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
@@ -25,14 +27,13 @@ _FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, Tens
 class ElementwiseRule:
     """``Op<auto_broadcast=rule>(A, B) -> Op(A, aligned B)`` for one standard elementwise op."""
 
-    def __init__(self, op: str, mode: str) -> None:
+    def __init__(self, op: str, mode: str, guards: bool = False) -> None:
         self.op = op
         self.mode = mode
+        self.guards = guards
 
     def check_arithmetic(self, bound: Bound) -> str | None:
-        """What the standard op cannot compute, whatever the shapes."""
-        if self.op == "Mod" and not int(bound.attrs["fmod"]) and bound.types[0] in _FLOAT_TYPES:
-            return "Mod of floating-point inputs needs fmod=1"
+        """What the standard op cannot compute, whatever the shapes and opset (none today: see ``rewrite``)."""
         return None
 
     def check(self, bound: Bound) -> str | None:
@@ -49,8 +50,12 @@ class ElementwiseRule:
         return reason
 
     def rewrite(self, emit: Emitter, bound: Bound) -> None:
+        if self.op == "Mod" and not int(bound.attrs["fmod"]) and bound.types[0] in _FLOAT_TYPES:
+            emit.require(28, "Mod of floating-point inputs with fmod=0")  # ONNX defines it from Mod-28 on
         form = emit.elementwise_form(self.op, bound.types[0])
         b = self.align_pdpd(emit, bound) if self.mode == "pdpd" else bound.inputs[1]
+        if self.guards and self.mode != "numpy" and bound.out_shape is None:
+            b = checked_b(emit, bound, bound.inputs[0], b)
         self.emit_standard(emit, bound, b, form)
 
     def emit_standard(self, emit: Emitter, bound: Bound, b: str, form: str) -> None:
@@ -73,4 +78,5 @@ class ElementwiseRule:
         return b
 
 
-RULES = [ElementwiseRule(op, mode) for op in ARITHMETIC for mode in AUTO_BROADCAST_RULES]
+def rules(guards: bool) -> list[ElementwiseRule]:
+    return [ElementwiseRule(op, mode, guards) for op in ARITHMETIC for mode in AUTO_BROADCAST_RULES]

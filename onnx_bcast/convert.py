@@ -7,29 +7,32 @@ import os
 import numpy as np
 from onnx import ModelProto
 
-from onnx_bcast.converters import STANDARD
+from onnx_bcast.converters import BARE, STANDARD
 from onnx_bcast.lowering import Lowered, lower
 from onnx_bcast.model_io import load_model
 
 ConversionReport = Lowered  # what a conversion rewrote: ``lines()`` and counts per (op, mode)
 
 
-def convert_with_report(model: str | os.PathLike | bytes | ModelProto, *, opset: int | None = None
-                        ) -> tuple[ModelProto, Lowered]:
+def convert_with_report(model: str | os.PathLike | bytes | ModelProto, *, opset: int | None = None,
+                        guards: bool = True) -> tuple[ModelProto, Lowered]:
     """``convert`` that also says what it rewrote."""
-    lowered = lower(load_model(model), STANDARD, opset=opset)
+    lowered = lower(load_model(model), STANDARD if guards else BARE, opset=opset)
     return lowered.model, lowered
 
 
 def convert(model: str | os.PathLike | bytes | ModelProto, *, opset: int | None = None, verify: bool = False,
-            feeds: dict[str, np.ndarray] | None = None) -> ModelProto:
+            feeds: dict[str, np.ndarray] | None = None, guards: bool = True) -> ModelProto:
     """A standard-ONNX equivalent with no onnx_bcast node left (subgraphs and functions included).
+
+    With ``guards`` (the default), every error condition of SPEC §2 that is not proven statically is checked at
+    run time in standard ONNX, so the converted model fails where the original fails; ``guards=False`` drops them.
 
     ``verify=True`` runs both models (ours through ``InferenceSession``, the result through plain ORT) on
     ``feeds`` or generated inputs and raises ``VerificationError`` unless every output is bit-identical.
     """
     source = load_model(model)
-    converted, _ = convert_with_report(source, opset=opset)
+    converted, _ = convert_with_report(source, opset=opset, guards=guards)
     if verify:
         from onnx_bcast.verify import verify_equal  # runs onnxruntime: imported only when asked to
 

@@ -67,6 +67,12 @@ class Emitter:
             self.domains.add(domain)
         return outs
 
+    def named(self, op_type: str, inputs: Sequence[str], name: str, **attrs) -> str:
+        """A standard node under a name of its own (a guard's name states its rule; runtimes quote it)."""
+        out = self.names(f"{self.node_name}_{op_type.lower()}")
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=self.names(name), **attrs))
+        return out
+
     def const_i64(self, values: Sequence[int], hint: str = "const") -> str:
         """An int64 1-D constant: an initializer in graphs, a Constant node in functions."""
         key = tuple(int(v) for v in values)

@@ -112,15 +112,25 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
     return kernel
 
 
-def bridge_types(spec: OpSpec) -> list[str]:
-    """The ONNX types ``spec``'s Python ops are registered for: its value inputs all of one of them.
+def bridge_signatures(spec: OpSpec) -> list[tuple[str, ...]]:
+    """The ONNX types of the value inputs, one tuple per registration of ``spec``'s Python ops.
 
-    An op with two independent value types whose second is not shape-only (none today) has no registration; the
-    shape-only one (``BroadcastLikeV0``'s ``like_arg``) then keeps the first's type in the public form.
+    Inputs of one type parameter share a type; two parameters (Pow's base ``T`` and exponent ``T1``) take every
+    pair the bridge carries. A shape-only input (``BroadcastLikeV0``'s ``like_arg``) keeps the first input's type
+    in the public form.
     """
     constraints = dict(spec.type_constraints)
-    kinds = [k for k in _value_inputs(spec)]
-    return [t for t in constraints[kinds[0]] if t in _BRIDGE_TYPE and all(t in constraints[k] for k in kinds)]
+    kinds = _value_inputs(spec)
+    if len(set(kinds)) == 2 and spec.family == "elementwise":
+        return [(t, t1) for t in constraints[kinds[0]] if t in _BRIDGE_TYPE
+                for t1 in constraints[kinds[1]] if t1 in _BRIDGE_TYPE]
+    return [(t,) * len(kinds) for t in constraints[kinds[0]]
+            if t in _BRIDGE_TYPE and all(t in constraints[k] for k in kinds)]
+
+
+def bridge_types(spec: OpSpec) -> list[str]:
+    """The types of the first value input that ``spec``'s Python ops are registered for."""
+    return sorted({signature[0] for signature in bridge_signatures(spec)})
 
 
 def elementwise_bridge_types(op: str) -> list[str]:
@@ -133,10 +143,11 @@ def _declare(domain: str, spec: OpSpec, guarded: bool) -> None:
     (data of a type the bridge cannot carry would abort the process when the node runs)."""
     boolean_out = spec.output_type_param != spec.inputs[0].type_param
     attrs = {**_bridge_attrs(spec), **(_GUARD_ATTRS if guarded else {})}
-    for type_str in bridge_types(spec):
-        dt = _BRIDGE_TYPE[type_str]
-        inputs = [dt if formal.type_param != "T_SHAPE" and not (guarded and formal.shape_only) else _I64
-                  for formal in spec.inputs]
+    for signature in bridge_signatures(spec):
+        value_types = iter(_BRIDGE_TYPE[t] for t in signature)
+        dt = _BRIDGE_TYPE[signature[0]]
+        inputs = [_I64 if formal.type_param == "T_SHAPE" or (guarded and formal.shape_only)
+                  else dt if formal.shape_only else next(value_types) for formal in spec.inputs]
         out = PyCustomOpDef.dt_bool if boolean_out else dt
         ort_marshal.declare(f"{domain}::{spec.name}", inputs, [out, _I64] if guarded else [out], attrs,
                             _kernel(spec, guarded, lambda x, b=boolean_out: np.bool_ if b else x.dtype))

@@ -11,12 +11,12 @@ import onnx
 import pytest
 from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
-from onnx_bcast.models import MODELS_DIR, bundled_models
-from onnx_bcast.models.build import build
 
 import onnx_bcast
 from onnx_bcast.convert import convert
 from onnx_bcast.inputs import random_feeds
+from onnx_bcast.models import MODELS_DIR, bundled_models
+from onnx_bcast.models.build import build
 
 BUNDLED = bundled_models()
 

@@ -165,26 +165,7 @@ def test_case_runtime_shapes(case: Case, runner: str) -> None:
 
 
 RUNTIME_INVALID_CASES = [c for c in CASES if not c.valid and c.op in BROADCAST_OPS]
-_NO_GUARD = ("convert() with run-time target_shape/axes_mapping (guards on) lets an invalid input through: plain ORT "
-             "returns a value instead of failing, ")
-RUNTIME_XFAILS: dict[tuple[str, str], str] = {
-    ("bc_numpy_rank_too_small", "converted_ort_runtime_shapes"):
-        _NO_GUARD + "data (2, 3), target [3] -> shape (2, 3), the data itself (no target rank >= data rank check)",
-    ("ex_numpy_rank_too_small", "converted_ort_runtime_shapes"):
-        _NO_GUARD + "data (2, 3), target [3] -> shape (2, 3), the data itself (no target rank >= data rank check)",
-    ("bc_explicit_not_increasing", "converted_ort_runtime_shapes"):
-        _NO_GUARD + "data (3, 2), target [2, 3], axes_mapping [1, 0] -> the data reshaped to (2, 3), no transpose "
-                    "(no strictly-increasing check)",
-    ("bc_explicit_scalar_axis_not_1", "converted_ort_runtime_shapes"):
-        _NO_GUARD + "scalar data, target [2, 2], axes_mapping [0] -> (2, 2) filled (no t[a[0]] == 1 check)",
-    ("bc_pdpd_axes_mapping_given", "converted_ort_runtime_shapes"):
-        _NO_GUARD + "pdpd with axes_mapping [1], data (3,), target [2, 3] -> (2, 3) (axes_mapping outside explicit "
-                    "mode not refused)",
-    ("bc_pdpd_axis_too_big", "converted_ort_runtime_shapes"):
-        _NO_GUARD + "pdpd axis 3, scalar data, target [2, 3] -> (2, 3) (no 0 <= start <= R check)",
-    ("ex_pdpd_axis_below_minus1", "converted_ort_runtime_shapes"):
-        _NO_GUARD + "pdpd axis -2, data (3,), target [2, 3] -> (2, 3) (no 0 <= start <= R check)",
-}
+RUNTIME_XFAILS: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize(("case", "runner"), _params(RUNTIME_INVALID_CASES, RUNTIME_RUNNERS, RUNTIME_XFAILS))

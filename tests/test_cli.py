@@ -16,6 +16,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
 from onnx_bcast.models import MODELS_DIR, bundled_models
 
 DOMAIN = "onnx_bcast"

@@ -6,12 +6,12 @@ from collections import Counter
 
 import numpy as np
 import onnx
-import onnx_bcast.models
 import onnxruntime as ort
 import pytest
 from onnx.reference import ReferenceEvaluator
 
 import onnx_bcast
+import onnx_bcast.models
 from onnx_bcast.convert import convert, convert_with_report
 from onnx_bcast.runtime_limits import max_ir_version, max_opset
 from tests.cases import INVALID_CASES, VALID_CASES, Case, expected_values, sample

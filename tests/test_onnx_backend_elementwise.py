@@ -277,31 +277,12 @@ def _no_ort_kernel(op: str, opset: int, types: str) -> tuple[str, str]:
             f"kernel (the standard case fails the same way in plain ORT)", error)
 
 
-def _pow_unsigned_session(t1: str) -> tuple[str, str]:
-    error = ("onnx_bcast.InferenceSession(model) raised InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : This "
-             f"is an invalid model. Type Error: Type 'tensor({t1})' of input parameter (y) of operator (Pow) in node "
-             "() is invalid.")
-    return (f"onnx_bcast.InferenceSession refuses float32 ** {t1} at session creation (a {t1} exponent is a valid T1 "
-            "of the standard Pow-15; ORT 1.32 has no standard kernel for it either)", error)
-
-
-_MOD_FMOD0_CONVERT = (
-    "convert() refuses float Mod with fmod=0 although the model imports opset 28, whose standard Mod defines it "
-    "(floor mod; plain ORT 1.32 runs the standard case and gives ONNX's values)",
-    "onnx_bcast.convert(model) raised BroadcastError: Mod(auto_broadcast=numpy) node 'Mod#0': Mod of floating-point "
-    "inputs needs fmod=1")
-
 # (case, runner) -> (why it fails, the error text the runner must report: failing differently fails the test)
 XFAIL: dict[tuple[str, str], tuple[str, str]] = {
     **{(f"test_{op.lower()}_{t}", "converted"): _no_ort_kernel(op, 13, f"{t} inputs")
        for op in ("Max", "Min") for t in ("int16", "uint16")},
     **{(f"test_pow_types_float32_{t1}", "converted"): _no_ort_kernel("Pow", 15, f"float32 ** {t1}")
        for t1 in ("uint32", "uint64")},
-    **{(f"test_pow_types_float32_{t1}", "session"): _pow_unsigned_session(t1) for t1 in ("uint32", "uint64")},
-    **{(name, "converted"): _MOD_FMOD0_CONVERT
-       for name in ("test_mod_float64_mixed_sign_fmod_0", "test_mod_float32_mixed_sign_fmod_0",
-                    "test_mod_float16_mixed_sign_fmod_0", "test_mod_float_edge_cases_fmod_0_float16",
-                    "test_mod_float_edge_cases_fmod_0_float32", "test_mod_float_edge_cases_fmod_0_float64")},
 }
 
 # Float cases whose output is within tolerance but not bit for bit ONNX's expected value, per runner. ONNX computes

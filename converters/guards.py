@@ -1,0 +1,154 @@
+"""Run-time guards: SPEC §2's errors that the converter cannot prove absent, checked in standard ONNX.
+
+Each condition becomes ``ConstantOfShape([ok - 1])``: empty when it holds, a negative size (the run fails)
+otherwise. Their ``ReduceSum`` is the *token*, ``[0]``, which is added to a shape the data path needs
+(``Expand``'s target, a ``Reshape``'s shape): the values and the length stay as they were (so the rank stays
+static for runtimes that need it), no optimizer can prune the check, and the data is never copied. The failing
+node is named ``<our node>/guard: <the rule>``, which ONNX Runtime quotes in its error.
+"""
+
+from __future__ import annotations
+
+from onnx import TensorProto, helper
+
+from onnx_bcast.binding import Bound
+from onnx_bcast.emitter import Emitter
+
+GUARD_OPSET = 11  # Equal/Less/Greater on int64, ScatterElements-era Slice and ConstantOfShape
+
+
+class Guard:
+    """Builds one node's checks with ``emit``; ``token()`` ties them together."""
+
+    def __init__(self, emit: Emitter, bound: Bound) -> None:
+        emit.require(GUARD_OPSET, "run-time checks (convert with guards=False to drop them)")
+        self.emit, self.bound = emit, bound
+        self.conditions: list[tuple[str, str]] = []  # (bool tensor, rule)
+
+    # -- small int64 vector helpers ----------------------------------------------------------------------------
+    def i64(self, *values: int) -> str:
+        return self.emit.const_i64(values, "guard_const")
+
+    def length(self, vector: str) -> str:
+        """``[len(vector)]``."""
+        return self.emit.shape(vector)
+
+    def rank(self, x: str) -> str:
+        return self.length(self.emit.shape(x))
+
+    def op(self, op_type: str, *inputs: str, **attrs: int) -> str:
+        return self.emit.standard(op_type, list(inputs), None, **attrs)
+
+    def at_least(self, x: str, y: str) -> str:
+        """``x >= y`` as ``Not(x < y)`` (GreaterOrEqual is opset 12)."""
+        return self.op("Not", self.op("Less", x, y))
+
+    def at_most(self, x: str, y: str) -> str:
+        return self.op("Not", self.op("Greater", x, y))
+
+    def slice(self, vector: str, start: str, end: str) -> str:
+        return self.op("Slice", vector, start, end)
+
+    # -- conditions ----------------------------------------------------------------------------------------------
+    def require(self, condition: str, rule: str) -> None:
+        """``condition`` (a bool tensor) must hold everywhere."""
+        self.conditions.append((condition, rule))
+
+    def no_negative_dims(self, target: str) -> None:
+        self.require(self.at_least(target, self.i64(0)), "no target dimension may be negative")
+
+    def token(self) -> str:
+        """``[0]`` (int64), computed only when every condition held: the run fails otherwise."""
+        empties = []
+        for condition, rule in self.conditions:
+            as_int = self.emit.cast(condition, TensorProto.INT64)
+            lowest = self.op("ReduceMin", self.op("Concat", self.i64(1), as_int, axis=0), keepdims=1)
+            empties.append(self.emit.named("ConstantOfShape", [self.op("Sub", lowest, self.i64(1))],
+                                           f"{self.bound.label}/guard: {rule}", value=_ZERO))
+        joined = empties[0] if len(empties) == 1 else self.op("Concat", *empties, axis=0)
+        return self.op("ReduceSum", joined, keepdims=1)
+
+    def tie(self, shape: str) -> str:
+        """``shape`` itself (plus the token's 0), available only after every check passed."""
+        return self.op("Add", shape, self.token()) if self.conditions else shape
+
+
+_ZERO = helper.make_tensor("zero", TensorProto.INT64, [1], [0])
+
+
+def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: str | None = None) -> str:
+    """``target`` for ``Expand``, after the checks of the node's mode (numpy, explicit with its int64 ``axes``,
+    bidirectional, pdpd)."""
+    guard, mode = Guard(emit, bound), bound.mode
+    guard.no_negative_dims(target)
+    if mode != "explicit" and bound.inputs[2]:  # the ORT form carries an empty one: only that may come
+        guard.require(guard.op("Equal", guard.length(bound.inputs[2]), guard.i64(0)),
+                      f"{mode}: axes_mapping is only allowed in explicit mode")
+    d, big_r = emit.shape(data), guard.length(target)
+    if mode == "numpy":
+        r = guard.length(d)
+        guard.require(guard.at_least(big_r, r), "numpy: the target rank must be at least the data rank")
+        tail = guard.slice(target, guard.op("Sub", big_r, r), big_r)
+        fits = guard.op("Or", guard.op("Equal", d, guard.i64(1)), guard.op("Equal", d, tail))
+        guard.require(fits, "numpy: each data dim must be 1 or equal the target dim it meets")
+    elif mode == "pdpd":
+        _pdpd(guard, bound, d, target, big_r)
+    elif mode == "explicit":
+        _explicit(guard, bound, d, target, big_r, axes)
+    return guard.tie(target)
+
+
+def _pdpd(guard: Guard, bound: Bound, d: str, target: str, big_r: str) -> None:
+    axis, r = int(bound.attrs["axis"]), guard.length(d)
+    start = guard.op("Sub", big_r, r) if axis == -1 else guard.i64(axis)
+    guard.require(guard.at_least(big_r, start), "pdpd: the start axis must be within the target rank")
+    guard.require(guard.at_least(start, guard.i64(0)), "pdpd: the start axis must not be negative")
+    guard.require(guard.op("Equal", guard.op("Add", start, r), big_r),
+                  "pdpd: the data must cover the target from the start axis to its end")
+    tail = guard.slice(target, start, big_r)
+    one = guard.i64(1)
+    fits = guard.op("Or", guard.op("Or", guard.op("Equal", d, one), guard.op("Equal", tail, one)),
+                    guard.op("Equal", d, tail))
+    guard.require(fits, "pdpd: aligned dims must be equal or 1")
+
+
+def _explicit(guard: Guard, bound: Bound, d: str, target: str, big_r: str, axes: str) -> None:
+    n = guard.length(axes)
+    guard.require(guard.at_least(axes, guard.i64(0)), "explicit: axes_mapping must not be negative")
+    guard.require(guard.op("Less", axes, big_r), "explicit: axes_mapping must lie within the target rank")
+    later = guard.slice(axes, guard.i64(1), n)
+    earlier = guard.slice(axes, guard.i64(0), guard.op("Sub", n, guard.i64(1)))
+    guard.require(guard.op("Greater", later, earlier), "explicit: axes_mapping must be strictly increasing")
+    mapped = guard.op("Gather", target, axes, axis=0)
+    r, zero, one = guard.length(d), guard.i64(0), guard.i64(1)
+    scalar_with_one_axis = guard.op("And", guard.op("Equal", r, zero), guard.op("Equal", n, one))
+    guard.require(guard.op("Or", guard.op("Equal", n, r), scalar_with_one_axis),
+                  "explicit: axes_mapping needs one axis per data dim (a scalar: none or one)")
+    guard.require(guard.op("Or", guard.op("Greater", r, zero), guard.op("Equal", mapped, one)),
+                  "explicit: a scalar's mapped target dim must be 1")
+    fits = guard.op("Or", guard.op("Equal", d, one), guard.op("Equal", d, mapped))
+    guard.require(fits, "explicit: each data dim must be 1 or equal its mapped target dim")
+
+
+def checked_against_shape(emit: Emitter, bound: Bound, x: str, expected: str, rule: str, tie_to: str) -> str:
+    """``tie_to`` after a check that ``x``'s shape equals ``expected`` exactly (rank and dims)."""
+    guard = Guard(emit, bound)
+    actual = emit.shape(x)
+    guard.require(guard.op("Equal", guard.length(actual), guard.length(expected)), rule)
+    guard.require(guard.op("Equal", actual, expected), rule)
+    return guard.tie(tie_to)
+
+
+def checked_b(emit: Emitter, bound: Bound, a: str, b: str) -> str:
+    """B (already aligned to A's rank for pdpd) after the checks of ``none``/``pdpd``: a ``Reshape`` to itself."""
+    guard = Guard(emit, bound)
+    sa, sb = emit.shape(a), emit.shape(b)
+    if bound.mode == "none":
+        guard.require(guard.op("Equal", guard.length(sa), guard.length(sb)), "none: A and B must have one shape")
+        guard.require(guard.op("Equal", sa, sb), "none: A and B must have one shape")
+    else:  # B is right-aligned to A for numpy broadcasting: its dims meet A's last ones
+        ra = guard.length(sa)
+        a_tail = guard.slice(sa, guard.op("Sub", ra, guard.length(sb)), ra)
+        fits = guard.op("Or", guard.op("Equal", sb, guard.i64(1)), guard.op("Equal", sb, a_tail))
+        guard.require(fits, "pdpd: each B dim must be 1 or equal the A dim it meets (the output is A's shape)")
+    return emit.reshape(b, guard.tie(sb))
