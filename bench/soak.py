@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from onnx_bcast.models import MODELS_DIR
 
 import onnx_bcast
+from onnx_bcast.models import MODELS_DIR
 from onnx_bcast.process_state import state
 
 CHANNELS = 16

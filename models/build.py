@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
 from onnx_bcast.models import MODELS_DIR
 
 IR_VERSION = 10
