@@ -14,6 +14,7 @@ from onnx import TensorProto, helper
 from onnx_bcast.binding import Bound
 from onnx_bcast.emitter import Emitter
 
+MAX_RANK = 64
 GUARD_OPSET = 11  # Equal/Less/Greater on int64, ScatterElements-era Slice and ConstantOfShape
 
 
@@ -85,6 +86,7 @@ def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: st
         guard.require(guard.op("Equal", guard.length(bound.inputs[2]), guard.i64(0)),
                       f"{mode}: axes_mapping is only allowed in explicit mode")
     d, big_r = emit.shape(data), guard.length(target)
+    guard.require(guard.at_most(big_r, guard.i64(MAX_RANK)), f"ranks are at most {MAX_RANK}")
     if mode == "numpy":
         r = guard.length(d)
         guard.require(guard.at_least(big_r, r), "numpy: the target rank must be at least the data rank")

@@ -185,7 +185,7 @@ class Emitter:
         shape = self.shape(x)
         room = self.standard("Sub", [self.const_i64([limit], "rank_limit"), self.shape(shape)])
         zero = helper.make_tensor("zero", TensorProto.INT64, [1], [0])
-        pad = self._node("ConstantOfShape", [room], None, value=zero)
+        pad = self.named("ConstantOfShape", [room], f"{self.node_name}/guard: ranks are at most {limit}", value=zero)
         nothing = self.slice_to(pad, [0])
         return self._node("Reshape", [x, self.standard("Concat", [shape, nothing], axis=0)], None)
 

@@ -10,11 +10,15 @@ import onnxruntime as ort
 from onnx import ModelProto
 
 from onnx_bcast import ort_ops, schemas
+from onnx_bcast.binding import declare, node_label
+from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_io import load_model
+from onnx_bcast.model_walk import node_lists
 from onnx_bcast.prepare import prepare
 from onnx_bcast.process_state import take_error
 
 # the guard's or the elementwise check's failure shape: [2, error id] or [2, error id, 3]
+_GUARD = re.compile(r"Name:'(.+?)/guard: (.+?)' Status Message")  # ORT names the failing node
 _FAILURE = re.compile(r"requested shape:\{" + str(ort_ops.ERROR_SHAPE_MARK) + r",(\d+)(?:,\d+)?\}")
 
 
@@ -27,23 +31,50 @@ def session_options(options: ort.SessionOptions | None = None) -> ort.SessionOpt
 
 class InferenceSession(ort.InferenceSession):
     """An ``onnxruntime.InferenceSession`` for models with onnx_bcast ops; bad runtime input raises
-    ``BroadcastError`` from ``run`` and leaves the session usable."""
+    ``BroadcastError`` from ``run`` and leaves the session usable.
+
+    ``backend="numpy"`` (the default) runs our ops as onnxruntime-extensions Python ops on numpy kernels;
+    ``backend="native"`` runs the guarded standard lowering (``convert``) in plain ONNX Runtime, with no Python in
+    the run loop. Both raise the same ``BroadcastError``: when a native guard fails, the numpy backend runs the
+    same inputs once to say exactly what was wrong.
+    """
 
     def __init__(self, model: str | os.PathLike | bytes | ModelProto, sess_options: ort.SessionOptions | None = None,
-                 providers: list[Any] | None = None, *, max_output_bytes: int | None = None, **kwargs: Any) -> None:
+                 providers: list[Any] | None = None, *, backend: str = "numpy", max_output_bytes: int | None = None,
+                 **kwargs: Any) -> None:
         """``max_output_bytes`` limits every broadcast output of this session (default: the environment's
-        ``ONNX_BCAST_MAX_OUTPUT_BYTES``, else half of the machine's memory)."""
+        ``ONNX_BCAST_MAX_OUTPUT_BYTES``, else half of the machine's memory; the numpy backend only)."""
+        if backend not in ("numpy", "native"):
+            raise ValueError(f"backend must be 'numpy' or 'native', got {backend!r}")
         schemas.register()
-        self.prepared_model = prepare(load_model(model), quiet=True, max_output_bytes=max_output_bytes)
+        self.backend = backend
+        self.source_model = load_model(model)
+        self._max_output_bytes = max_output_bytes
+        self._explainer: InferenceSession | None = None
         options = sess_options
         if options is None:
             options = ort.SessionOptions()
             options.log_severity_level = 4  # a failed run is raised as a Python error, not also logged by ORT
-        super().__init__(self.prepared_model.SerializeToString(), sess_options=session_options(options),
+        if backend == "native":
+            from onnx_bcast.convert import convert
+
+            self.prepared_model = convert(self.source_model)
+        else:
+            self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes)
+            options = session_options(options)
+        super().__init__(self.prepared_model.SerializeToString(), sess_options=options,
                          providers=providers or ["CPUExecutionProvider"], **kwargs)
 
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> list[Any]:
         """Like ``onnxruntime.InferenceSession.run``; an invalid broadcast raises ``BroadcastError``."""
+        if self.backend == "native":
+            try:
+                return super().run(output_names, input_feed, run_options)
+            except Exception as exc:
+                guard = failed_guard(exc)
+                if guard is None:
+                    raise
+                raise self._explain(guard, input_feed) from None
         ort_ops.guarded_run.active = True
         ort_ops.guarded_run.error_id = None
         try:
@@ -51,11 +82,41 @@ class InferenceSession(ort.InferenceSession):
         except Exception as exc:
             recorded = _recorded_error(exc, ort_ops.guarded_run.error_id)
             if recorded is None:
-                raise
+                guard = failed_guard(exc)  # a check in standard ops before a kernel (e.g. rank at most 64)
+                if guard is None:
+                    raise
+                recorded = guard_error(self.source_model, *guard)
             raise recorded from None
         finally:
             ort_ops.guarded_run.active = False
             ort_ops.guarded_run.error_id = None
+
+    def _explain(self, guard: tuple[str, str], input_feed: dict[str, Any]) -> BroadcastError:
+        """The numpy backend's error on the same inputs (the same message), else the guard's own rule."""
+        if self._explainer is None:
+            self._explainer = InferenceSession(self.source_model, backend="numpy",
+                                               max_output_bytes=self._max_output_bytes)
+        try:
+            self._explainer.run(None, input_feed)
+        except BroadcastError as err:
+            return err
+        return guard_error(self.source_model, *guard)
+
+
+def failed_guard(exc: BaseException) -> tuple[str, str] | None:
+    """(node, rule) of the run-time check that failed, from ONNX Runtime's message naming the guard node."""
+    match = _GUARD.search(str(exc))
+    return (match.group(1), match.group(2)) if match else None
+
+
+def guard_error(model: ModelProto, label: str, rule: str) -> BroadcastError:
+    """A BroadcastError for a failed guard of our node ``label``: its op and mode from the model."""
+    for entry in node_lists(model):
+        for index, node in enumerate(entry.container.node):
+            if node.domain == schemas.DOMAIN and node_label(node, index) == label:
+                declared = declare(node, index)
+                return declared.fail(f"run-time check failed: {rule}")
+    return BroadcastError(schemas.DOMAIN, "", f"run-time check failed: {rule}", label)
 
 
 def _recorded_error(exc: BaseException, this_thread_error: int | None) -> BaseException | None:
