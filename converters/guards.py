@@ -1,10 +1,10 @@
 """Run-time guards: SPEC §2's errors that the converter cannot prove absent, checked in standard ONNX.
 
-Each condition becomes ``ConstantOfShape([ok - 1])``: empty when it holds, a negative size (the run fails)
-otherwise. Their ``ReduceSum`` is the *token*, ``[0]``, which is added to a shape the data path needs
+All conditions of a node together become ``ConstantOfShape([ok - 1])``: empty when they hold, a negative size
+(the run fails) otherwise. Its ``ReduceSum`` is the *token*, ``[0]``, which is added to a shape the data path needs
 (``Expand``'s target, a ``Reshape``'s shape): the values and the length stay as they were (so the rank stays
 static for runtimes that need it), no optimizer can prune the check, and the data is never copied. The failing
-node is named ``<our node>/guard: <the rule>``, which ONNX Runtime quotes in its error.
+node is named ``<our node>/guard: <its rules>``, which ONNX Runtime quotes in its error.
 """
 
 from __future__ import annotations
@@ -59,15 +59,16 @@ class Guard:
         self.require(self.at_least(target, self.i64(0)), "no target dimension may be negative")
 
     def token(self) -> str:
-        """``[0]`` (int64), computed only when every condition held: the run fails otherwise."""
-        empties = []
-        for condition, rule in self.conditions:
-            as_int = self.emit.cast(condition, TensorProto.INT64)
-            lowest = self.op("ReduceMin", self.op("Concat", self.i64(1), as_int, axis=0), keepdims=1)
-            empties.append(self.emit.named("ConstantOfShape", [self.op("Sub", lowest, self.i64(1))],
-                                           f"{self.bound.label}/guard: {rule}", value=_ZERO))
-        joined = empties[0] if len(empties) == 1 else self.op("Concat", *empties, axis=0)
-        return self.op("ReduceSum", joined, keepdims=1)
+        """``[0]`` (int64), computed only when every condition held: the run fails otherwise.
+
+        One check per node (a few nodes, whatever the number of conditions): its name lists the node's rules.
+        """
+        flags = [self.emit.cast(condition, TensorProto.INT64) for condition, _ in self.conditions]
+        lowest = self.op("ReduceMin", self.op("Concat", self.i64(1), *flags, axis=0), keepdims=1)
+        rules = "; ".join(dict.fromkeys(rule for _, rule in self.conditions))
+        empty = self.emit.named("ConstantOfShape", [self.op("Sub", lowest, self.i64(1))],
+                                f"{self.bound.label}/guard: {rules}", value=_ZERO)
+        return self.op("ReduceSum", empty, keepdims=1)
 
     def tie(self, shape: str) -> str:
         """``shape`` itself (plus the token's 0), available only after every check passed."""

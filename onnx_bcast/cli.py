@@ -71,7 +71,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from onnx_bcast.session import InferenceSession
 
     model = _load(args.model)
-    session = InferenceSession(model)
+    session = InferenceSession(model, backend=args.backend)
     feeds = _feeds_for(session, _parse_inputs(args.input), args.seed)
     start = time.perf_counter()
     outputs = session.run(None, feeds)
@@ -99,7 +99,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if not target.parent.is_dir():
         raise ModelProblem(f"{args.output}: folder {str(target.parent)!r} does not exist")
     model, external = _load_with_flag(args.model)
-    converted, report = convert_with_report(model, opset=args.opset)
+    converted, report = convert_with_report(model, opset=args.opset, guards=not args.no_guards)
     if args.verify:
         verify_equal(model, converted, _parse_inputs(args.input) or None)
     save_atomically(converted, target, external=external)
@@ -158,11 +158,17 @@ def build_parser() -> argparse.ArgumentParser:
                          help="run both models and require bit-identical outputs before writing anything")
     convert.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
                          help="with --verify: an input from a .npy file (random data otherwise)")
+    convert.add_argument("--no-guards", action="store_true",
+                         help="leave out the run-time checks: the converted model may then return values for inputs "
+                              "the original rejects")
     convert.set_defaults(handler=cmd_convert)
     run = add("run", "run a model through onnx-bcast's ONNX Runtime ops (random inputs unless given)")
     run.add_argument("model", help="the .onnx file")
     run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input from a .npy file")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: %(default)s)")
+    run.add_argument("--backend", choices=("numpy", "native"), default="numpy",
+                     help="numpy: our ops as Python kernels; native: the guarded standard lowering in plain ONNX "
+                          "Runtime (default: %(default)s)")
     run.set_defaults(handler=cmd_run)
     check = add("check", "list a model's onnx_bcast nodes and validate what is statically known")
     check.add_argument("model", help="the .onnx file")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from typing import Any
@@ -17,8 +18,9 @@ from onnx_bcast.model_walk import node_lists
 from onnx_bcast.prepare import prepare
 from onnx_bcast.process_state import take_error
 
+logger = logging.getLogger("onnx_bcast.session")
 # the guard's or the elementwise check's failure shape: [2, error id] or [2, error id, 3]
-_GUARD = re.compile(r"Name:'(.+?)/guard: (.+?)' Status Message")  # ORT names the failing node
+_FAILED_NODE = re.compile(r"Name:'(.+?)' Status Message|Node \((.+?)\) Op \(")  # ORT names the failing node
 _FAILURE = re.compile(r"requested shape:\{" + str(ort_ops.ERROR_SHAPE_MARK) + r",(\d+)(?:,\d+)?\}")
 
 
@@ -51,19 +53,31 @@ class InferenceSession(ort.InferenceSession):
         self.source_model = load_model(model)
         self._max_output_bytes = max_output_bytes
         self._explainer: InferenceSession | None = None
+        self._labels: set[str] | None = None
         options = sess_options
         if options is None:
             options = ort.SessionOptions()
             options.log_severity_level = 4  # a failed run is raised as a Python error, not also logged by ORT
+        providers = providers or ["CPUExecutionProvider"]
         if backend == "native":
             from onnx_bcast.convert import convert
 
             self.prepared_model = convert(self.source_model)
-        else:
-            self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes)
-            options = session_options(options)
-        super().__init__(self.prepared_model.SerializeToString(), sess_options=options,
-                         providers=providers or ["CPUExecutionProvider"], **kwargs)
+            try:
+                super().__init__(self.prepared_model.SerializeToString(), sess_options=options, providers=providers,
+                                 **kwargs)
+                return
+            except Exception as exc:
+                node = failed_node(exc)
+                if node is None or self._our_label(node) is None:
+                    raise
+                # ORT folded one of our checks to a constant failure: every input fails. The numpy backend runs
+                # instead, so that each run raises the same error the numpy backend gives.
+                logger.debug("native form refused when loaded (%s); running the numpy backend", exc)
+                self.backend = "numpy"
+        self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes)
+        super().__init__(self.prepared_model.SerializeToString(), sess_options=session_options(options),
+                         providers=providers, **kwargs)
 
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> list[Any]:
         """Like ``onnxruntime.InferenceSession.run``; an invalid broadcast raises ``BroadcastError``."""
@@ -71,10 +85,11 @@ class InferenceSession(ort.InferenceSession):
             try:
                 return super().run(output_names, input_feed, run_options)
             except Exception as exc:
-                guard = failed_guard(exc)
-                if guard is None:
+                node = failed_node(exc)
+                label = self._our_label(node) if node is not None else None
+                if label is None:
                     raise
-                raise self._explain(guard, input_feed) from None
+                raise self._explain(label, failed_guard(exc), input_feed) from None
         ort_ops.guarded_run.active = True
         ort_ops.guarded_run.error_id = None
         try:
@@ -91,7 +106,15 @@ class InferenceSession(ort.InferenceSession):
             ort_ops.guarded_run.active = False
             ort_ops.guarded_run.error_id = None
 
-    def _explain(self, guard: tuple[str, str], input_feed: dict[str, Any]) -> BroadcastError:
+    def _our_label(self, node: str) -> str | None:
+        """The label of our node whose rewrite holds the ORT node ``node`` (its name, or ``<label>/...``)."""
+        if self._labels is None:
+            self._labels = {node_label(n, i) for entry in node_lists(self.source_model)
+                            for i, n in enumerate(entry.container.node) if n.domain == schemas.DOMAIN}
+        head = node.split("/", 1)[0]
+        return node if node in self._labels else head if head in self._labels else None
+
+    def _explain(self, label: str, guard: tuple[str, str] | None, input_feed: dict[str, Any]) -> BroadcastError:
         """The numpy backend's error on the same inputs (the same message), else the guard's own rule."""
         if self._explainer is None:
             self._explainer = InferenceSession(self.source_model, backend="numpy",
@@ -100,13 +123,22 @@ class InferenceSession(ort.InferenceSession):
             self._explainer.run(None, input_feed)
         except BroadcastError as err:
             return err
-        return guard_error(self.source_model, *guard)
+        return guard_error(self.source_model, *(guard or (label, "the standard form failed")))
+
+
+def failed_node(exc: BaseException) -> str | None:
+    """The name of the node whose failure ONNX Runtime reports (at run time, or in its run-time inference)."""
+    match = _FAILED_NODE.search(str(exc))
+    return (match.group(1) or match.group(2)) if match else None
 
 
 def failed_guard(exc: BaseException) -> tuple[str, str] | None:
     """(node, rule) of the run-time check that failed, from ONNX Runtime's message naming the guard node."""
-    match = _GUARD.search(str(exc))
-    return (match.group(1), match.group(2)) if match else None
+    name = failed_node(exc)
+    if name is None or "/guard: " not in name:
+        return None
+    label, rule = name.split("/guard: ", 1)
+    return label, rule
 
 
 def guard_error(model: ModelProto, label: str, rule: str) -> BroadcastError:

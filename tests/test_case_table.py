@@ -100,20 +100,29 @@ def run_converted_ort(case: Case, runtime_shapes: bool = False) -> np.ndarray:
     return session.run(None, case_feeds(case, runtime_shapes))[0]
 
 
+def run_native(case: Case, runtime_shapes: bool = False) -> np.ndarray:
+    session = onnx_bcast.InferenceSession(case_model(case, runtime_shapes), backend="native")
+    if case.valid:  # no Python in the run loop (a model that fails for every input may run the numpy backend)
+        assert session.backend == "native" and all(n.domain == "" for n in session.prepared_model.graph.node)
+    return session.run(None, case_feeds(case, runtime_shapes))[0]
+
+
 RUNNERS: dict[str, Callable[[Case], np.ndarray]] = {
     "kernel": run_kernel,
     "session": run_session,
+    "native": run_native,
     "prepared_ort": run_prepared_ort,
     "reference": run_reference,
     "converted_ort": run_converted_ort,
 }
 RUNTIME_RUNNERS: dict[str, Callable[..., np.ndarray]] = {
     "session_runtime_shapes": run_session,
+    "native_runtime_shapes": run_native,
     "prepared_ort_runtime_shapes": run_prepared_ort,
     "converted_ort_runtime_shapes": run_converted_ort,
 }
 # runners whose failure is onnx_bcast's own BroadcastError naming the node (the kernel has no node to name)
-NAMES_THE_NODE = ("session", "reference", "converted_ort")
+NAMES_THE_NODE = ("session", "native", "reference", "converted_ort")
 
 # (case name, runner) -> why it fails today; strict: an unexpected pass shows the bug fixed
 XFAILS: dict[tuple[str, str], str] = {}
@@ -172,7 +181,7 @@ RUNTIME_XFAILS: dict[tuple[str, str], str] = {}
 def test_case_runtime_shapes_invalid(case: Case, runner: str) -> None:
     """Invalid shape values fed at run time: InferenceSession raises our error naming the node; plain ORT (prepared
     or converted) raises something and returns no value. None of these aborts (checked in a child process first)."""
-    if runner != "session_runtime_shapes":
+    if runner not in ("session_runtime_shapes", "native_runtime_shapes"):
         with pytest.raises(Exception):  # noqa: B017
             RUNTIME_RUNNERS[runner](case, runtime_shapes=True)
         return
@@ -180,6 +189,10 @@ def test_case_runtime_shapes_invalid(case: Case, runner: str) -> None:
         RUNTIME_RUNNERS[runner](case, runtime_shapes=True)
     for word in case.error_words + (f"'{case.node_name}'",):
         assert word in str(info.value), f"{word!r} not in {str(info.value)!r}"
+    if runner == "native_runtime_shapes":  # the same message as the numpy backend's, word for word
+        with pytest.raises(onnx_bcast.BroadcastError) as numpy_info:
+            run_session(case, runtime_shapes=True)
+        assert str(info.value) == str(numpy_info.value)
 
 
 def test_every_op_and_mode_has_valid_cases() -> None:
