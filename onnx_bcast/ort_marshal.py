@@ -92,17 +92,28 @@ def _attributes(opdef: Any, op_id: int, attributes: dict) -> dict:
     return cast  # the call unpacks it into a fresh kwargs dict: the cached one is never mutated
 
 
+_op_cache: dict[int, tuple[Any, list[int], bool]] = {}
+
+
+def _op(op_id: int) -> tuple[Any, list[int], bool]:
+    """(opdef, declared output types, whether it is ours), looked up once per op."""
+    entry = _op_cache.get(op_id)
+    if entry is None:
+        opdef = ocos.Opdef._odlist[op_id]
+        entry = (opdef, list(opdef._nativedef.output_types), op_id in state().our_op_ids)
+        _op_cache[op_id] = entry
+    return entry
+
+
 def _invoke(op_id: int, feed: list, attributes: dict) -> tuple:
     """Replacement for ``_ocos._on_pyop_invocation`` with the same contract for every Python op."""
-    opdef = ocos.Opdef._odlist[op_id]
+    opdef, declared, ours = _op(op_id)
     result = opdef.body(*feed, **_attributes(opdef, op_id, attributes))
     outputs = result if isinstance(result, tuple) else (result,)
-    declared = list(opdef._nativedef.output_types)
-    ours = op_id in state().our_op_ids
     reply: list[Any] = [op_id]
     for i, value in enumerate(outputs):
         kind = declared[i] if i < len(declared) else PyCustomOpDef.undefined
-        reply.append(tuple(np.shape(value)))
+        reply.append(value.shape if isinstance(value, np.ndarray) else tuple(np.shape(value)))
         reply.append(_marshal(value, kind, ours))
     return tuple(reply)
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
-from onnx_bcast.memory_guard import check_output_size
+from onnx_bcast.memory_guard import InvalidLimit, check_output_size, output_limit
 from onnx_bcast.ops.common import (
     ALL_TENSOR_TYPES,
     INDEX_TYPES,
@@ -198,11 +199,44 @@ def broadcast(data: Any, target_shape: Any, axes_mapping: Any = None, *, mode: s
     An output over ``max_output_bytes`` (default: ``memory_guard.output_limit``) is a BroadcastError.
     """
     canon = canonical_mode(mode, op)
+    target, axes = _int_key(target_shape), _int_key(axes_mapping) if axes_mapping is not None else ()
+    limit = _limit_or_none(max_output_bytes)
+    if isinstance(data, np.ndarray) and target is not None and axes is not None and type(axis) is int and limit:
+        # the same shapes come again and again (a model run in a loop): validate them once
+        out_shape, aligned = _plan(op, canon, axis, data.shape, target, axes if axes_mapping is not None else None,
+                                   data.dtype.str, limit, max_output_bytes)
+        return np.broadcast_to(data.reshape(aligned), out_shape)
     data = read_array(data, op, canon, "data")
     out_shape = broadcast_shape(shape_of(data), target_shape, axes_mapping, mode=canon, axis=axis, op=op)
     check_output_size(op, canon, out_shape, data.dtype, max_output_bytes)
     aligned = aligned_shape(data.shape, out_shape, axes_mapping, canon, axis)
     return np.broadcast_to(data.reshape(aligned), out_shape)
+
+
+def _limit_or_none(max_output_bytes: int | None) -> tuple[int, str] | None:
+    """The output limit in force now, or None when it is invalid (the general path reports that)."""
+    try:
+        return output_limit(max_output_bytes)
+    except InvalidLimit:
+        return None
+
+
+def _int_key(values: Any) -> tuple[int, ...] | None:
+    """A 1-D integer array's values as a tuple, cheaply; None for anything else (the general path validates it)."""
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "iu":
+        return tuple(values.tolist())
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(op: str, mode: str, axis: int, data_shape: Shape, target: Shape, axes: Shape | None, dtype: str,
+          limit: tuple[int, str] | None, max_output_bytes: int | None) -> tuple[Shape, Shape]:
+    """The validated output shape and the data's aligned shape (raises as ``broadcast_shape`` does; errors are not
+    cached). ``limit`` is the output limit in force now, read by the caller, so a changed environment is seen."""
+    out_shape = broadcast_shape(data_shape, np.asarray(target, dtype=np.int64), None if axes is None else
+                                np.asarray(axes, dtype=np.int64), mode=mode, axis=axis, op=op)
+    check_output_size(op, mode, out_shape, np.dtype(dtype), max_output_bytes)
+    return out_shape, aligned_shape(data_shape, out_shape, axes, mode, axis)
 
 
 def expand(data: Any, shape: Any, axes_mapping: Any = None, *, mode: str = "bidirectional",
