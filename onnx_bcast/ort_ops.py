@@ -1,10 +1,9 @@
 """Registration of our kernels as onnxruntime-extensions Python ops, derived from the op table, once per process.
 
 Two forms of each op spec are registered:
-* the public op (domain ``onnx_bcast``) in the ONNX Runtime form (fixed arity, int64 shape inputs, list
-  attributes as inputs), so that such models run in a plain ORT session. An op with one type-free value input
-  is one registration; an op whose value inputs share one type (the elementwise ops) is one per type the bridge
-  carries; an op with two independent value types (``BroadcastLikeV0``) has no public form.
+* the public op (domain ``onnx_bcast``), registered only so that plain ORT refuses a spec-form model when the
+  session is made, with a message naming ``REFUSAL_ATTR`` (run ``prepare`` first), instead of handing back an
+  empty tensor for invalid input.
 * the guarded op (domain ``onnx_bcast.ort``) of every op whose Python kernel moves the data, which
   ``onnx_bcast.prepare`` emits: a second output, the status, feeds a ``Reshape`` of a one-element constant beside
   the data path (so the data is never copied again). The status is ``[1]`` on success. When the kernel fails it
@@ -34,6 +33,10 @@ from onnx_bcast.process_state import record_error, state
 from onnx_bcast.schemas import DOMAIN, ELEMENTWISE_CHECK, GUARDED_DOMAIN
 
 ERROR_SHAPE_MARK = 2  # the guarded status on failure is [ERROR_SHAPE_MARK, error_id]
+# A spec-form node in plain ORT could not fail a run cleanly (an exception in the bridge aborts the process), so it
+# would hand back an empty tensor on invalid input. Its registration requires this attribute, which no model has:
+# ORT refuses such a model when the session is made, quoting the name, which says what to do instead.
+REFUSAL_ATTR = "run_onnx_bcast_prepare_on_this_model_first"
 _STATUS_OK = np.ones((1,), dtype=np.int64)
 
 logger = logging.getLogger("onnx_bcast.ort")
@@ -142,7 +145,7 @@ def _declare(domain: str, spec: OpSpec, guarded: bool) -> None:
     """One registration per type the bridge carries, so that ORT refuses any other type when the session is made
     (data of a type the bridge cannot carry would abort the process when the node runs)."""
     boolean_out = spec.output_type_param != spec.inputs[0].type_param
-    attrs = {**_bridge_attrs(spec), **(_GUARD_ATTRS if guarded else {})}
+    attrs = {**_bridge_attrs(spec), **(_GUARD_ATTRS if guarded else {REFUSAL_ATTR: PyCustomOpDef.dt_string})}
     for signature in bridge_signatures(spec):
         value_types = iter(_BRIDGE_TYPE[t] for t in signature)
         dt = _BRIDGE_TYPE[signature[0]]

@@ -81,9 +81,9 @@ def test_kernel_and_ort_paths_equal_the_standard_op(op: str, rule: str, dtype: n
     assert any(n.op_type in ("ElementwiseCheck", op) and n.domain == "onnx_bcast.ort"
                for n in session.prepared_model.graph.node)
     results["session, run-time shapes"] = session.run(None, feeds)[0]
-    plain = ort.InferenceSession(static.SerializeToString(), onnx_bcast.session_options(),
+    plain = ort.InferenceSession(onnx_bcast.prepare(static).SerializeToString(), onnx_bcast.session_options(),
                                  providers=["CPUExecutionProvider"])
-    results["plain ORT, public op"] = plain.run(None, feeds)[0]
+    results["plain ORT, prepared"] = plain.run(None, feeds)[0]
     for path, got in results.items():
         assert got.dtype == expected.dtype, path
         np.testing.assert_array_equal(got, expected, err_msg=path)
@@ -226,13 +226,14 @@ _INVALID_SCRIPT = textwrap.dedent("""
                 report.append([rule, str(err)])
             out = session.run(None, {"A": a, "B": np.ones(good, np.float32)})[0]
             report.append([rule, "valid ok" if out.shape == a_shape or rule == "numpy" else "valid wrong"])
-        plain = ort.InferenceSession(model.SerializeToString(), onnx_bcast.session_options(),
-                                     providers=["CPUExecutionProvider"])
-        try:
+        try:  # the spec form in plain ORT: refused when the session is made, never a value on invalid input
+            plain = ort.InferenceSession(model.SerializeToString(), onnx_bcast.session_options(),
+                                         providers=["CPUExecutionProvider"])
             got = plain.run(None, {"A": a, "B": np.ones(bad, np.float32)})[0]
             report.append([rule, f"plain shape {list(got.shape)}"])
         except Exception as err:
-            report.append([rule, f"plain error {type(err).__name__}"])
+            refused = "run_onnx_bcast_prepare_on_this_model_first" in str(err)
+            report.append([rule, "plain refused" if refused else f"plain error {type(err).__name__}"])
     print(json.dumps(report))
 """)
 
@@ -247,8 +248,8 @@ def test_invalid_runtime_shapes_raise_broadcast_error_and_the_session_survives()
         assert msg.startswith("Sub(auto_broadcast="), msg
         assert "node 'sub_node'" in msg and "A (" in msg and "B (" in msg, msg
     assert all(msg == "valid ok" for _, msg in report if msg.startswith("valid"))
-    # the plain-ORT public form cannot raise (the bridge would abort): it logs and returns an empty tensor
-    assert [msg for _, msg in report if msg.startswith("plain")] == ["plain shape [0]"] * 5
+    # the spec form cannot fail a run cleanly in plain ORT (the bridge would abort): it is refused instead
+    assert [msg for _, msg in report if msg.startswith("plain")] == ["plain refused"] * 5
 
 
 # child-process scripts: attempt() records an output's shape, or the BroadcastError's message
