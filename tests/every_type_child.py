@@ -3,7 +3,9 @@
 ``python -m tests.every_type_child PATH START`` runs the items (family, type) of PATH from index START on. Before
 each attempt it prints ``{"event": "begin", ...}`` and after it ``{"event": "end", ...}`` as one JSON line on stdout,
 flushed, and marks stderr the same way, so that the parent knows which item was running (and what it wrote to
-stderr) when the process died by a signal. The parent imports this module only for the names of the items.
+stderr) when the process died by a signal. The parent imports this module for the names of the items and for
+``compare``. PATH "selftest" (``selftest START TYPE:SIGNAL,... ITEMS_JSON``) checks the parent: it imports no
+onnx_bcast and dies by SIGNAL on the items of those types.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ TYPES: list[tuple[str, int]] = [(name.lower(), value) for name, value in TensorP
 FAMILIES = ["Broadcast-numpy", "Broadcast-explicit", "BroadcastV0", "BroadcastLikeV0", "Add"]
 PATHS = {
     "session": "onnx_bcast.InferenceSession(model).run",
+    "session_native": "onnx_bcast.InferenceSession(model, backend='native').run",
     "prepare": "onnxruntime.InferenceSession(prepare(model), session_options())",
     "spec_form": "onnxruntime.InferenceSession(model, session_options())",
     "convert": "onnxruntime.InferenceSession(convert(model))",
@@ -192,6 +195,9 @@ def make_session(path: str, model: onnx.ModelProto, stage: Stage) -> Any:
     if path == "session":
         stage.name = "session"  # prepare() happens inside the constructor
         return onnx_bcast.InferenceSession(model)
+    if path == "session_native":
+        stage.name = "session"
+        return onnx_bcast.InferenceSession(model, backend="native")
     if path == "prepare":
         stage.name = "prepare"
         prepared = onnx_bcast.prepare(model)
@@ -242,6 +248,12 @@ def compare(actual: Any, expected: np.ndarray, elem: int) -> str | None:
         f"{expected.astype(object).tolist()} (bytes {want.tobytes().hex()})"
 
 
+def _show(actual: Any) -> str:
+    if isinstance(actual, tuple):
+        return f"bytes {actual[0].hex()}"
+    return f"{np.asarray(actual).astype(object).tolist()}"
+
+
 def _kind(exc: BaseException, stage: str) -> str:
     """BroadcastError, an onnxruntime error at session creation or at run, or something else ("other")."""
     from onnx_bcast import BroadcastError
@@ -280,7 +292,7 @@ def attempt(path: str, family: str, elem: int) -> dict[str, Any]:
                 "type": type(exc).__name__}
     expected, source = expectation(family, elem)
     if expected is None:
-        return {"outcome": "unchecked", "how": how, "message": source}
+        return {"outcome": "unchecked", "how": how, "message": f"{source}; got {_show(actual)}"}
     problem = compare(actual, expected, elem)
     if problem is not None:
         return {"outcome": "wrong", "how": how, "message": f"against {source}: {problem}"}
@@ -296,18 +308,22 @@ def main(path: str, start: int) -> None:
     if path != "selftest":
         import onnx_bcast  # noqa: F401  (registers the schemas before any model is built)
     elems = dict(TYPES)
+    items = ITEMS if path != "selftest" else [tuple(item) for item in json.loads(sys.argv[4])]
     _emit({"event": "ready"})
-    for index in range(start, len(ITEMS)):
-        family, name = ITEMS[index]
+    for index in range(start, len(items)):
+        family, name = items[index]
         _emit({"event": "begin", "i": index, "path": path, "family": family, "type": name})
         sys.stderr.write(f"{STDERR_MARK} {index}\n")
         sys.stderr.flush()
-        if path == "selftest":  # the parent's own check: die by a signal on the items it names
+        if path == "selftest":  # the parent's own check: argv[3] "type:SIGNAL,..." dies by SIGNAL on those types
             import os
             import signal
 
-            if name in sys.argv[3].split(","):
-                os.kill(os.getpid(), getattr(signal, sys.argv[4]))
+            deaths = dict(pair.split(":") for pair in sys.argv[3].split(","))
+            if name in deaths:
+                sys.stderr.write(f"selftest: dying by {deaths[name]} on {family} {name}\n")
+                sys.stderr.flush()
+                os.kill(os.getpid(), getattr(signal, deaths[name]))
             result = {"outcome": "ok", "how": "selftest", "message": ""}
         else:
             result = attempt(path, family, elems[name])
