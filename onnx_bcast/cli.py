@@ -100,12 +100,18 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise ModelProblem(f"{args.output}: folder {str(target.parent)!r} does not exist")
     model, external = _load_with_flag(args.model)
     converted, report = convert_with_report(model, opset=args.opset, guards=not args.no_guards)
-    if args.verify:
-        verify_equal(model, converted, _parse_inputs(args.input) or None)
+    verification = (verify_equal(model, converted, _parse_inputs(args.input) or None, check_failures=not args.no_guards)
+                    if args.verify else None)
     save_atomically(converted, target, external=external)
     for line in report.lines() or ["no onnx_bcast node: nothing to rewrite"]:
         print(line)
-    print(f"wrote {args.output}{' (verified: outputs identical)' if args.verify else ''}")
+    verified = ""
+    if verification is not None:
+        verified = " (verified: outputs identical"
+        if verification.invalid_inputs:
+            verified += f"; {verification.invalid_inputs} inputs the original rejects fail in the converted model too"
+        verified += ")"
+    print(f"wrote {args.output}{verified}")
     return EXIT_OK
 
 

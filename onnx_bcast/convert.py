@@ -29,12 +29,13 @@ def convert(model: str | os.PathLike | bytes | ModelProto, *, opset: int | None 
     run time in standard ONNX, so the converted model fails where the original fails; ``guards=False`` drops them.
 
     ``verify=True`` runs both models (ours through ``InferenceSession``, the result through plain ORT) on
-    ``feeds`` or generated inputs and raises ``VerificationError`` unless every output is bit-identical.
+    ``feeds`` or generated inputs and raises ``VerificationError`` unless every output is bit-identical and (with
+    guards) the converted model also fails, in ORT and ``onnx.reference``, on variants of them the original rejects.
     """
     source = load_model(model)
     converted, _ = convert_with_report(source, opset=opset, guards=guards)
     if verify:
         from onnx_bcast.verify import verify_equal  # runs onnxruntime: imported only when asked to
 
-        verify_equal(source, converted, feeds)
+        verify_equal(source, converted, feeds, check_failures=guards)
     return converted

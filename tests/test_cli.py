@@ -17,6 +17,8 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import onnx_bcast
+import onnx_bcast.verify
 from onnx_bcast.models import MODELS_DIR, bundled_models
 
 DOMAIN = "onnx_bcast"
@@ -268,3 +270,50 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
         assert proc.returncode == 1, proc
         assert proc.stderr.startswith("Traceback (most recent call last):"), proc.stderr
         assert error in proc.stderr.strip().splitlines()[-1]
+
+
+def _runtime_target_model(directory: Path) -> tuple[Path, Path, Path]:
+    """Broadcast numpy of x [N,1] to a target fed at run time, with valid inputs saved beside it."""
+    node = helper.make_node("Broadcast", ["x", "t"], ["y"], domain=DOMAIN, name="bcast", mode="numpy")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1]),
+                                            helper.make_tensor_value_info("t", TensorProto.INT64, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)],
+                              ir_version=10)
+    path, t, x = directory / "rt.onnx", directory / "t.npy", directory / "x.npy"
+    onnx.save(model, path)
+    np.save(t, np.array([4, 2, 5], np.int64))
+    np.save(x, np.ones((2, 1), np.float32))
+    return path, t, x
+
+
+def test_convert_verify_checks_that_inputs_the_original_rejects_fail_in_the_converted_model(tmp_path: Path) -> None:
+    path, t, x = _runtime_target_model(tmp_path)
+    guarded = _cli("convert", path, "-o", tmp_path / "guarded.onnx", "--verify", "--input", f"t={t}",
+                   "--input", f"x={x}")
+    assert guarded.returncode == 0, guarded.stderr
+    assert "inputs the original rejects fail in the converted model too" in guarded.stdout, guarded.stdout
+    # without guards the converted model returns a value for t = [4, 1, 5] (Expand is bidirectional)
+    bare = onnx_bcast.convert(onnx.load(path), guards=False)
+    with pytest.raises(onnx_bcast.verify.VerificationError, match=r"rejects t\[1\] = 1.*returns a value"):
+        onnx_bcast.verify.verify_equal(onnx.load(path), bare, {"t": np.load(t), "x": np.load(x)})
+    # --no-guards writes the bare graph and verifies values only
+    no_guards = _cli("convert", path, "-o", tmp_path / "bare.onnx", "--verify", "--no-guards", "--input", f"t={t}",
+                     "--input", f"x={x}")
+    assert no_guards.returncode == 0, no_guards.stderr
+    written = onnx.load(tmp_path / "bare.onnx")
+    assert not any("/guard: " in n.name for n in written.graph.node)
+    assert any("/guard: " in n.name for n in onnx.load(tmp_path / "guarded.onnx").graph.node)
+
+
+def test_run_with_the_native_backend(tmp_path: Path) -> None:
+    path, t, x = _runtime_target_model(tmp_path)
+    done = _cli("run", path, "--backend", "native", "--input", f"t={t}", "--input", f"x={x}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("y: float32 [4, 2, 5]"), done.stdout
+    np.save(tmp_path / "bad.npy", np.array([4, 3, 5], np.int64))
+    bad = _cli("run", path, "--backend", "native", "--input", f"t={tmp_path / 'bad.npy'}", "--input", f"x={x}")
+    assert bad.returncode == 1
+    assert bad.stderr.strip().splitlines() == [
+        "onnx-bcast run: Broadcast(mode=numpy) node 'bcast': data dim 0 (size 2) cannot be broadcast to target dim 1 "
+        "(size 3); data (2, 1), target (4, 3, 5)"], bad.stderr
