@@ -15,7 +15,7 @@ from onnx_bcast.memory_guard import check_output_size
 from onnx_bcast.ops import OP_SPECS
 from onnx_bcast.ops.broadcast import MODES
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
-from onnx_bcast.ort_types import carrier_problem, carrier_type, native_elementwise_runs
+from onnx_bcast.ort_types import carrier_problem, carrier_type, native_elementwise_runs, type_name
 from onnx_bcast.schemas import ELEMENTWISE_CHECK, GUARDED_DOMAIN
 
 DEFAULT_OPSET = 13  # for a model that imports no default-domain opset
@@ -107,6 +107,9 @@ class CheckedElementwise:
         return None  # what the standard op cannot do, the numpy kernel does
 
     def rewrite(self, emit: Emitter, bound: Bound) -> None:
+        allowed = dict(bound.spec.type_constraints)[bound.spec.inputs[0].type_param]
+        if bound.types[0] is not None and f"tensor({type_name(bound.types[0])})" not in allowed:
+            raise emit.fail(f"takes the standard {self.op}'s types; {type_name(bound.types[0])} is not one of them")
         if not self._native(emit, bound):
             self.kernel.rewrite(emit, bound)
             return

@@ -164,9 +164,12 @@ def standard_form(op: str, opset: int, elem: int | None) -> str:
     for wide in _WIDER.get(elem, ()) if op in _EXACT_WHEN_WIDENED else ():
         if standard_accepts(op, opset, wide) and standard_accepts("Cast", opset, elem):
             return f"widen:{wide}"
-    since = next((v for v in range(opset + 1, STANDARD_OPSET + 1) if standard_accepts(op, v, elem)), None)
-    need = f"default-domain opset >= {since}" if since else "a newer ONNX"
-    raise ValueError(f"standard {op} of {_type_string(elem)} needs {need}; the model uses opset {opset}")
+    newest = onnx.defs.onnx_opset_version()
+    since = next((v for v in range(opset + 1, newest + 1) if standard_accepts(op, v, elem)), None)
+    if since is None:
+        raise ValueError(f"no version of the standard {op} takes {_type_string(elem)}")
+    raise ValueError(f"standard {op} of {_type_string(elem)} needs default-domain opset >= {since}; the model uses "
+                     f"opset {opset}")
 
 
 def _kernel(op: str) -> Callable[[list[np.ndarray | None], dict[str, Any]], np.ndarray]:
