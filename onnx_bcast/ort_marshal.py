@@ -70,6 +70,8 @@ def _marshal(value: Any, declared: int, ours: bool) -> Any:
         return arr.reshape(-1).tolist()
     dtype = _NUMPY_OF.get(declared)
     if dtype is not None:
+        if ours and arr.dtype == dtype:  # through this thread's reusable buffer: no fresh pages per call
+            return _contiguous(arr)
         return np.ascontiguousarray(arr, dtype=dtype)
     if ours:  # type left open: our kernels return exactly the type ORT inferred
         return _contiguous(arr)
