@@ -19,6 +19,7 @@ from onnx_bcast.inputs import random_feeds
 logger = logging.getLogger("onnx_bcast.cli")
 
 EXIT_OK, EXIT_MODEL, EXIT_USAGE = 0, 1, 2
+PROGRESS_FROM = 5000  # nodes of ours from which convert shows its progress
 
 
 class ModelProblem(Exception):
@@ -99,7 +100,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if not target.parent.is_dir():
         raise ModelProblem(f"{args.output}: folder {str(target.parent)!r} does not exist")
     model, external = _load_with_flag(args.model)
-    converted, report = convert_with_report(model, opset=args.opset, guards=not args.no_guards)
+    start = time.perf_counter()
+    converted, report = convert_with_report(model, opset=args.opset, guards=not args.no_guards,
+                                            progress=_progress_on_stderr)
+    seconds = time.perf_counter() - start
     verification = (verify_equal(model, converted, _parse_inputs(args.input) or None, check_failures=not args.no_guards)
                     if args.verify else None)
     save_atomically(converted, target, external=external)
@@ -111,7 +115,46 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if verification.invalid_inputs:
             verified += f"; {verification.invalid_inputs} inputs the original rejects fail in the converted model too"
         verified += ")"
+    before, after = _node_count(model), _node_count(converted)
+    guards = sum(1 for node in _all_nodes(converted) if "/guard: " in node.name)
+    print(f"{before} nodes -> {after} nodes ({sum(report.rewritten.values())} of ours rewritten, {guards} run-time "
+          f"checks), {seconds:.2f} s")
     print(f"wrote {args.output}{verified}")
+    return EXIT_OK
+
+
+def _progress_on_stderr(done: int, total: int) -> None:
+    """A progress line for large models (more than a few thousand nodes of ours), on stderr."""
+    if total >= PROGRESS_FROM:
+        end = "\n" if done == total else ""
+        print(f"\rconverting: {done}/{total} nodes of ours", end=end, file=sys.stderr, flush=True)
+
+
+def _all_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    from onnx_bcast.model_walk import node_lists
+
+    return [node for entry in node_lists(model) for node in entry.container.node]
+
+
+def _node_count(model: onnx.ModelProto) -> int:
+    return len(_all_nodes(model))
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    from onnx_bcast.ops import OP_SPECS
+    from onnx_bcast.ops.broadcast import MODES
+    from onnx_bcast.ops.elementwise import RULES
+
+    print("domain onnx_bcast, version 1")
+    for spec in OP_SPECS:
+        inputs = ", ".join(i.name + ("?" if i.optional else "") for i in spec.inputs)
+        attrs = []
+        for attr in spec.attrs:
+            default = "required" if attr.default is None else repr(list(attr.default) if attr.kind == "ints"
+                                                                   else attr.default)
+            choices = {"mode": MODES, "auto_broadcast": RULES}.get(attr.name)
+            attrs.append(f"{attr.name}: {attr.kind} = {default}" + (f" ({' | '.join(choices)})" if choices else ""))
+        print(f"{spec.name}({inputs})" + (f"  {'; '.join(attrs)}" if attrs else ""))
     return EXIT_OK
 
 
@@ -139,6 +182,7 @@ _EXAMPLES = {
     "run": "example:\n  onnx-bcast run models/nchw_bias_explicit.onnx --input features=features.npy",
     "check": "example:\n  onnx-bcast check models/batchnorm_v0.onnx",
     "demo": "example:\n  onnx-bcast demo",
+    "ops": "example:\n  onnx-bcast ops",
 }
 
 
@@ -149,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit status: 0 success, 1 model or input problem, 2 bad usage",
     )
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -182,7 +227,25 @@ def build_parser() -> argparse.ArgumentParser:
     demo = add("demo", "run every bundled model with our ORT ops, convert it, and check the converted model gives "
                        "identical outputs in plain ORT and the reference evaluator")
     demo.set_defaults(handler=cmd_demo)
+    ops = add("ops", "list onnx-bcast's ops with their inputs, attributes, defaults and modes")
+    ops.set_defaults(handler=cmd_ops)
     return parser
+
+
+def _version() -> str:
+    """onnx-bcast's version and the versions it runs with (read without importing onnxruntime)."""
+    from importlib import metadata
+
+    from onnx_bcast import __version__
+
+    def of(package: str) -> str:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return (f"onnx-bcast {__version__} (onnx {of('onnx')}, onnxruntime {of('onnxruntime')}, "
+            f"onnxruntime-extensions {of('onnxruntime-extensions')}, numpy {of('numpy')})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,16 +8,16 @@ import numpy as np
 from onnx import ModelProto
 
 from onnx_bcast.converters import BARE, STANDARD
-from onnx_bcast.lowering import Lowered, lower
+from onnx_bcast.lowering import Lowered, Progress, lower
 from onnx_bcast.model_io import load_model
 
 ConversionReport = Lowered  # what a conversion rewrote: ``lines()`` and counts per (op, mode)
 
 
 def convert_with_report(model: str | os.PathLike | bytes | ModelProto, *, opset: int | None = None,
-                        guards: bool = True) -> tuple[ModelProto, Lowered]:
-    """``convert`` that also says what it rewrote."""
-    lowered = lower(load_model(model), STANDARD if guards else BARE, opset=opset)
+                        guards: bool = True, progress: Progress | None = None) -> tuple[ModelProto, Lowered]:
+    """``convert`` that also says what it rewrote (``progress(done, total)`` every thousand nodes of ours)."""
+    lowered = lower(load_model(model), STANDARD if guards else BARE, opset=opset, progress=progress)
     return lowered.model, lowered
 
 

@@ -147,22 +147,28 @@ def bind_model(model: ModelProto, rule_set: RuleSet) -> list[Bound]:
             for entry, found in zip(lists, declared, strict=True) for _, d in found]
 
 
-def lower(model: ModelProto, rule_set: RuleSet, *, opset: int | None = None) -> Lowered:
+Progress = Callable[[int, int], None]  # (nodes of ours rewritten, all of them)
+PROGRESS_EVERY = 1000
+
+
+def lower(model: ModelProto, rule_set: RuleSet, *, opset: int | None = None, progress: Progress | None = None
+          ) -> Lowered:
     """A copy of ``model`` with every node of ours rewritten by ``rule_set`` (subgraphs and functions included).
 
     A function whose nodes of ours cannot be rewritten without knowing its values (pdpd needs ranks, say) is
     inlined at its call sites, where shape inference knows them, and the pass runs again.
     """
     try:
-        return _lower(model, rule_set, opset, inline=False)
+        return _lower(model, rule_set, opset, False, progress)
     except BroadcastError as err:
         if not getattr(err, "in_function", False):
             raise
         logger.debug("inlining the functions that hold our nodes: %s", err)
-    return _lower(model, rule_set, opset, inline=True)
+    return _lower(model, rule_set, opset, True, progress)
 
 
-def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool) -> Lowered:
+def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool, progress: Progress | None
+           ) -> Lowered:
     schemas.register()
     copy = _working_copy(model, rule_set, opset, inline)
     lists = list(node_lists(copy))
@@ -173,6 +179,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     model_opset = opset_version(list(copy.opset_import), "")
     domains: set[str] = set()
     freed: set[str] = set()
+    done, total = 0, sum(len(found) for found in declared)
     # children first: rewriting a graph copies its nodes, and with them the subgraphs they hold
     for entry, found in reversed(list(zip(lists, declared, strict=True))):
         if not found:
@@ -190,7 +197,14 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
                            mode_attr=bound.spec.mode_attr)
             emit.elision, emit.constants = elision, constants
             rule.rewrite(emit, bound)
+            doc = f"onnx-bcast: from {bound.op} node '{bound.label}'" + (
+                f" ({bound.spec.mode_attr}={bound.mode})" if bound.mode else "") + f", rule {type(rule).__name__}"
+            for node in emit.nodes:  # so that a viewer (Netron) shows where each node came from
+                node.doc_string = doc
             replacements[index] = emit.nodes
+            done += 1
+            if progress is not None and (done % PROGRESS_EVERY == 0 or done == total):
+                progress(done, total)
             domains |= emit.domains
             if emit.initializers:
                 entry.container.initializer.extend(emit.initializers)

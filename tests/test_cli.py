@@ -133,7 +133,10 @@ def test_convert_reports_counts_and_writes_standard_onnx(tmp_path: Path, verify:
     proc = _cli("convert", EXPAND_MODES, "-o", out, *(["--verify"] if verify else []))
     assert proc.returncode == 0, proc.stderr
     suffix = " (verified: outputs identical)" if verify else ""
-    assert proc.stdout.splitlines() == _expected_report(EXPAND_MODES) + [f"wrote {out}{suffix}"]
+    lines = proc.stdout.splitlines()
+    assert lines[:-2] == _expected_report(EXPAND_MODES) and lines[-1] == f"wrote {out}{suffix}"
+    # the summary: node counts (expand_modes holds its 4 Broadcast/Expand nodes only), checks and time
+    assert re.fullmatch(r"4 nodes -> 4 nodes \(4 of ours rewritten, 0 run-time checks\), \d+\.\d\d s", lines[-2]), lines
     assert proc.stderr == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["standard.onnx"]
     _assert_standard_expand_modes(out)
@@ -317,3 +320,37 @@ def test_run_with_the_native_backend(tmp_path: Path) -> None:
     assert bad.stderr.strip().splitlines() == [
         "onnx-bcast run: Broadcast(mode=numpy) node 'bcast': data dim 0 (size 2) cannot be broadcast to target dim 1 "
         "(size 3); data (2, 1), target (4, 3, 5)"], bad.stderr
+
+
+def test_version_module_alias_and_ops_listing() -> None:
+    version, alias, ops = _cli_all([["--version"], ["ops"], ["ops"]])
+    assert version.returncode == 0 and re.match(r"onnx-bcast \d+\.\d+\.\d+ \(onnx \d", version.stdout), version
+    assert "onnxruntime " in version.stdout
+    module = subprocess.run([sys.executable, "-m", "onnx_bcast", "ops"], capture_output=True, text=True, timeout=120)
+    assert module.returncode == 0 and module.stdout == ops.stdout
+    lines = ops.stdout.splitlines()
+    assert lines[0] == "domain onnx_bcast, version 1"
+    assert "Broadcast(data, target_shape, axes_mapping?)  mode: string = 'numpy' (numpy | explicit | bidirectional " \
+           "| pdpd); axis: int = -1" in lines
+    assert "BroadcastV0(arg, shape_input?, broadcast_axes_input?)  shape: ints = required; broadcast_axes: ints = " \
+           "required" in lines
+    assert "Mod(A, B)  auto_broadcast: string = 'numpy' (none | numpy | pdpd); axis: int = -1; fmod: int = 0" in lines
+    assert len(lines) == 1 + 4 + 16
+
+
+def test_convert_of_a_large_model_shows_progress_and_names_the_source_of_each_node(tmp_path: Path) -> None:
+    count = 6000
+    nodes = [helper.make_node("BroadcastV0", [f"x{i}"], [f"y{i}"], domain=DOMAIN, name=f"v0_{i}", shape=[2, 3],
+                              broadcast_axes=[0]) for i in range(count)]
+    graph = helper.make_graph(nodes, "many", [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [3])
+                                              for i in range(count)],
+                              [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [2, 3]) for i in range(count)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)],
+                              ir_version=10)
+    onnx.save(model, tmp_path / "many.onnx")
+    proc = _cli("convert", tmp_path / "many.onnx", "-o", tmp_path / "out.onnx")
+    assert proc.returncode == 0, proc.stderr
+    assert "converting: 1000/6000 nodes of ours" in proc.stderr and proc.stderr.endswith("6000/6000 nodes of ours\n")
+    converted = onnx.load(tmp_path / "out.onnx")
+    assert converted.graph.node[0].doc_string == "onnx-bcast: from BroadcastV0 node 'v0_0', rule BroadcastV0Rule"
+    assert all(n.doc_string.startswith("onnx-bcast: from BroadcastV0 node 'v0_") for n in converted.graph.node)

@@ -1,0 +1,7 @@
+"""``python -m onnx_bcast``: the ``onnx-bcast`` command."""
+
+import sys
+
+from onnx_bcast.cli import main
+
+sys.exit(main())
