@@ -15,14 +15,16 @@ __version__ = "0.1.0"
 
 register_schemas()
 
-_LAZY = {"InferenceSession", "session_options"}  # they import onnxruntime: only when first used
+# they import onnxruntime, or an optional package: only when first used
+_LAZY = {"InferenceSession": "session", "session_options": "session", "LowerToStandard": "ir_pass"}
 
 
 def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        from onnx_bcast import session
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
 
-        return getattr(session, name)
+        return getattr(importlib.import_module(f"onnx_bcast.{module}"), name)
     raise AttributeError(f"module 'onnx_bcast' has no attribute {name!r}")
 
 __all__ = [
