@@ -43,6 +43,7 @@ _NUMPY_OF: dict[int, np.dtype] = {
 
 
 SCRATCH_LIMIT = 256 * 1024 * 1024  # largest output copied through a per-thread reusable buffer
+SCRATCH_FROM = 64 * 1024  # below this a fresh small allocation is cheaper than the buffer's bookkeeping
 _scratch = threading.local()
 
 
@@ -52,7 +53,7 @@ def _contiguous(arr: np.ndarray) -> np.ndarray:
     The C++ side copies it into ORT's output before this thread runs any other Python code, so reusing the
     buffer on the next call is safe; it saves the page faults of a fresh allocation per call.
     """
-    if arr.flags.c_contiguous or arr.nbytes > SCRATCH_LIMIT or arr.dtype.hasobject:
+    if arr.flags.c_contiguous or not SCRATCH_FROM <= arr.nbytes <= SCRATCH_LIMIT or arr.dtype.hasobject:
         return np.ascontiguousarray(arr)
     buf = getattr(_scratch, "buf", None)
     if buf is None or buf.nbytes < arr.nbytes:
@@ -84,7 +85,7 @@ _cast_cache: dict[tuple, dict] = {}
 
 def _attributes(opdef: Any, op_id: int, attributes: dict) -> dict:
     """``opdef.cast_attributes`` memoised: a node's attribute strings are the same on every call."""
-    key = (op_id, *sorted(attributes.items()))
+    key = (op_id, *attributes.items())  # the bridge builds the dict in one order per node: no need to sort
     cast = _cast_cache.get(key)
     if cast is None:
         cast = opdef.cast_attributes(attributes)

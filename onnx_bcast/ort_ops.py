@@ -102,9 +102,11 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
 
     def kernel(*inputs: np.ndarray, **attrs: Any) -> Any:
         try:
-            values: list[Any] = list(inputs)
-            for i in shape_only:  # the guarded form passes Shape(input): a zero-copy stand-in of that shape
-                values[i] = np.broadcast_to(np.zeros((), np.bool_), tuple(int(d) for d in inputs[i].tolist()))
+            values: Any = inputs
+            if shape_only:  # the guarded form passes Shape(input): a zero-copy stand-in of that shape
+                values = list(inputs)
+                for i in shape_only:
+                    values[i] = np.broadcast_to(np.zeros((), np.bool_), tuple(int(d) for d in inputs[i].tolist()))
             out = spec.kernel(values, attrs, _limit(attrs))
         except BaseException as exc:  # an exception here would abort the process: never let one through
             error_id = _record(spec.name, str(spec.mode_of(attrs)), attrs, exc, spec.mode_attr)

@@ -90,8 +90,8 @@ class InferenceSession(ort.InferenceSession):
                 if label is None:
                     raise
                 raise self._explain(label, failed_guard(exc), input_feed) from None
-        ort_ops.guarded_run.active = True
-        ort_ops.guarded_run.error_id = None
+        run_state = ort_ops.guarded_run
+        run_state.active, run_state.error_id = True, None
         try:
             return super().run(output_names, input_feed, run_options)
         except Exception as exc:
@@ -103,8 +103,7 @@ class InferenceSession(ort.InferenceSession):
                 recorded = guard_error(self.source_model, *guard)
             raise recorded from None
         finally:
-            ort_ops.guarded_run.active = False
-            ort_ops.guarded_run.error_id = None
+            run_state.active, run_state.error_id = False, None
 
     def _our_label(self, node: str) -> str | None:
         """The label of our node whose rewrite holds the ORT node ``node`` (its name, or ``<label>/...``)."""

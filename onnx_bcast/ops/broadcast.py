@@ -203,8 +203,13 @@ def broadcast(data: Any, target_shape: Any, axes_mapping: Any = None, *, mode: s
     limit = _limit_or_none(max_output_bytes)
     if isinstance(data, np.ndarray) and target is not None and axes is not None and type(axis) is int and limit:
         # the same shapes come again and again (a model run in a loop): validate them once
-        out_shape, aligned = _plan(op, canon, axis, data.shape, target, axes if axes_mapping is not None else None,
-                                   data.dtype.str, limit, max_output_bytes)
+        out_shape, aligned, strides = _plan(op, canon, axis, data.shape, target,
+                                            axes if axes_mapping is not None else None, data.dtype.str, limit,
+                                            max_output_bytes)
+        if data.flags.c_contiguous and data.size:  # a strided view of the data itself, as broadcast_to makes
+            view = np.ndarray(out_shape, data.dtype, data, 0, strides)
+            view.flags.writeable = False
+            return view
         return np.broadcast_to(data.reshape(aligned), out_shape)
     data = read_array(data, op, canon, "data")
     out_shape = broadcast_shape(shape_of(data), target_shape, axes_mapping, mode=canon, axis=axis, op=op)
@@ -230,13 +235,17 @@ def _int_key(values: Any) -> tuple[int, ...] | None:
 
 @functools.lru_cache(maxsize=4096)
 def _plan(op: str, mode: str, axis: int, data_shape: Shape, target: Shape, axes: Shape | None, dtype: str,
-          limit: tuple[int, str] | None, max_output_bytes: int | None) -> tuple[Shape, Shape]:
-    """The validated output shape and the data's aligned shape (raises as ``broadcast_shape`` does; errors are not
-    cached). ``limit`` is the output limit in force now, read by the caller, so a changed environment is seen."""
+          limit: tuple[int, str] | None, max_output_bytes: int | None) -> tuple[Shape, Shape, Shape]:
+    """The validated output shape, the data's aligned shape, and the byte strides of the output as a view of
+    C-contiguous data (raises as ``broadcast_shape`` does; errors are not cached). ``limit`` is the output limit in
+    force now, read by the caller, so a changed environment is seen."""
     out_shape = broadcast_shape(data_shape, np.asarray(target, dtype=np.int64), None if axes is None else
                                 np.asarray(axes, dtype=np.int64), mode=mode, axis=axis, op=op)
     check_output_size(op, mode, out_shape, np.dtype(dtype), max_output_bytes)
-    return out_shape, aligned_shape(data_shape, out_shape, axes, mode, axis)
+    aligned = aligned_shape(data_shape, out_shape, axes, mode, axis)
+    contiguous = np.empty(aligned, dtype=np.dtype(dtype)).strides if 0 not in aligned else (0,) * len(aligned)
+    strides = tuple(0 if a == 1 and o != 1 else st for a, o, st in zip(aligned, out_shape, contiguous, strict=True))
+    return out_shape, aligned, strides
 
 
 def expand(data: Any, shape: Any, axes_mapping: Any = None, *, mode: str = "bidirectional",
@@ -247,7 +256,7 @@ def expand(data: Any, shape: Any, axes_mapping: Any = None, *, mode: str = "bidi
 
 def _kernel(op: str):
     def run(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None) -> np.ndarray:
-        data, target, axes = (list(inputs) + [None, None])[:3]
+        data, target, axes = inputs if len(inputs) == 3 else (*inputs, None, None)[:3]
         return broadcast(data, target, axes, mode=attrs["mode"], axis=attrs["axis"], op=op,
                          max_output_bytes=max_output_bytes)
     return run
