@@ -70,9 +70,7 @@ def native_elementwise_runs(op: str, a: int | None, b: int | None, opset: int, a
 
 @functools.cache
 def _ort_has_kernel(op: str, a: int, b: int, opset: int, fmod: int | None) -> bool:
-    import onnxruntime as ort  # the ORT path only: convert never gets here
-
-    from onnx_bcast.runtime_limits import max_ir_version
+    from onnx_bcast.runtime_limits import max_ir_version, ort_accepts  # imports onnxruntime: the ORT path only
 
     if op == "Or":
         a = b = TensorProto.BOOL
@@ -81,11 +79,5 @@ def _ort_has_kernel(op: str, a: int, b: int, opset: int, fmod: int | None) -> bo
     graph = helper.make_graph([node], "probe", [helper.make_tensor_value_info("a", a, [1]),
                                                 helper.make_tensor_value_info("b", b, [1])],
                               [helper.make_tensor_value_info("y", out, [1])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=max_ir_version())
-    options = ort.SessionOptions()
-    options.log_severity_level = 4
-    try:
-        ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    except Exception:  # a refusal is the answer we are probing for
-        return False
-    return True
+    return ort_accepts(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                                         ir_version=max_ir_version()))

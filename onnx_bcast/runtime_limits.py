@@ -12,11 +12,8 @@ from onnx import helper
 logger = logging.getLogger("onnx_bcast.runtime_limits")
 
 
-def _loads(ir_version: int, opset: int) -> bool:
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
-                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
-                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version)
+def ort_accepts(model: onnx.ModelProto) -> bool:
+    """Whether onnxruntime (CPU) makes a session of ``model``: a probe, quiet when it refuses."""
     options = ort.SessionOptions()
     options.log_severity_level = 4
     try:
@@ -24,6 +21,13 @@ def _loads(ir_version: int, opset: int) -> bool:
     except Exception:  # a refusal is the answer we are probing for
         return False
     return True
+
+
+def _loads(ir_version: int, opset: int) -> bool:
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])])
+    return ort_accepts(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version))
 
 
 @functools.cache
