@@ -13,8 +13,8 @@ from onnx import TensorProto, helper
 
 from onnx_bcast.binding import Bound
 from onnx_bcast.emitter import Emitter
+from onnx_bcast.ops.common import MAX_RANK
 
-MAX_RANK = 64
 GUARD_OPSET = 11  # Equal/Less/Greater on int64, ScatterElements-era Slice and ConstantOfShape
 
 

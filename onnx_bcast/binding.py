@@ -184,8 +184,13 @@ def _check_shape_inputs(declared: Declared, types: list[int | None], shapes: lis
 
 def _static_output(declared: Declared, shapes: list[Dims | None], values: list[np.ndarray | None],
                    inferred: Dims | None) -> tuple[int, ...] | None:
-    """The validated output shape where statically known (our schema computed a fully static inferred shape)."""
-    if inferred is not None and all(d is not None for d in inferred):
+    """The validated output shape where statically known.
+
+    A fully static inferred shape of a broadcast was computed and validated by our schema. An elementwise op's is
+    not proof: under none/pdpd the schema gives A's shape while B's may be unknown, so only both operands' shapes
+    validate it.
+    """
+    if inferred is not None and all(d is not None for d in inferred) and declared.spec.family != "elementwise":
         return tuple(int(d) for d in inferred)
     present = len(declared.inputs)
     while present and not declared.inputs[present - 1]:  # absent trailing optional inputs are not inputs

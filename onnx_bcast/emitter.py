@@ -10,6 +10,7 @@ from onnx import NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import NameGenerator
+from onnx_bcast.ops.common import MAX_RANK
 from onnx_bcast.ops.elementwise import COMPARISONS, standard_form
 
 if TYPE_CHECKING:
@@ -178,7 +179,7 @@ class Emitter:
             return self._node("Reshape", [x, shape], output, allowzero=1)
         return self._node("Reshape", [x, shape], output)
 
-    def rank_checked(self, x: str, limit: int = 64) -> str:
+    def rank_checked(self, x: str, limit: int = MAX_RANK) -> str:
         """``x`` itself (a ``Reshape`` to its own shape), after a check that fails the run when its rank is over
         ``limit``: ``ConstantOfShape([limit - rank])`` cannot take a negative size."""
         self.require(9, "a run-time rank check (ConstantOfShape)")

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
-from onnx_bcast.memory_guard import InvalidLimit, check_output_size, output_limit
+from onnx_bcast.memory_guard import check_output_size
 from onnx_bcast.ops.common import (
     ALL_TENSOR_TYPES,
     INDEX_TYPES,
@@ -16,32 +16,17 @@ from onnx_bcast.ops.common import (
     Input,
     OpSpec,
     Shape,
-    as_array,
+    check_rank,
+    int_key,
     int_vector,
+    limit_or_none,
+    read_array,
     shape_of,
     target_dims,
 )
 
 MODES = ("numpy", "explicit", "bidirectional", "pdpd")
 _ALIASES = {"none": "explicit"}
-MAX_RANK = 64  # numpy 2's limit on dimensions; SPEC §2: ranks up to 64 work, a rank over 64 is an error
-
-
-def check_rank(op: str, mode: str, what: str, shape: Shape, shapes: str, mode_attr: str = "mode") -> None:
-    """A BroadcastError when ``shape`` (the ``what``) has more than MAX_RANK dims; ``shapes`` lists all shapes."""
-    if len(shape) > MAX_RANK:
-        raise BroadcastError(op, mode, f"{what} rank {len(shape)} exceeds the maximum rank {MAX_RANK}; {shapes}",
-                             mode_attr=mode_attr)
-
-
-def read_array(value: Any, op: str, mode: str, what: str, mode_attr: str = "mode") -> np.ndarray:
-    """``value`` as a numpy array; a BroadcastError where numpy cannot make one (nested over 64 deep, ragged)."""
-    try:
-        return as_array(value)
-    except ValueError as err:
-        raise BroadcastError(op, mode, f"{what} cannot be read as an array: {err}", mode_attr=mode_attr) from None
-
-
 def canonical_mode(mode: str, op: str = "Broadcast") -> str:
     """The canonical name of a broadcast mode (case-insensitive, ``none`` is ``explicit``)."""
     if not isinstance(mode, str):
@@ -199,8 +184,8 @@ def broadcast(data: Any, target_shape: Any, axes_mapping: Any = None, *, mode: s
     An output over ``max_output_bytes`` (default: ``memory_guard.output_limit``) is a BroadcastError.
     """
     canon = canonical_mode(mode, op)
-    target, axes = _int_key(target_shape), _int_key(axes_mapping) if axes_mapping is not None else ()
-    limit = _limit_or_none(max_output_bytes)
+    target, axes = int_key(target_shape), int_key(axes_mapping) if axes_mapping is not None else ()
+    limit = limit_or_none(max_output_bytes)
     if isinstance(data, np.ndarray) and target is not None and axes is not None and type(axis) is int and limit:
         # the same shapes come again and again (a model run in a loop): validate them once
         out_shape, aligned, strides = _plan(op, canon, axis, data.shape, target,
@@ -216,21 +201,6 @@ def broadcast(data: Any, target_shape: Any, axes_mapping: Any = None, *, mode: s
     check_output_size(op, canon, out_shape, data.dtype, max_output_bytes)
     aligned = aligned_shape(data.shape, out_shape, axes_mapping, canon, axis)
     return np.broadcast_to(data.reshape(aligned), out_shape)
-
-
-def _limit_or_none(max_output_bytes: int | None) -> tuple[int, str] | None:
-    """The output limit in force now, or None when it is invalid (the general path reports that)."""
-    try:
-        return output_limit(max_output_bytes)
-    except InvalidLimit:
-        return None
-
-
-def _int_key(values: Any) -> tuple[int, ...] | None:
-    """A 1-D integer array's values as a tuple, cheaply; None for anything else (the general path validates it)."""
-    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "iu":
-        return tuple(values.tolist())
-    return None
 
 
 @functools.lru_cache(maxsize=4096)

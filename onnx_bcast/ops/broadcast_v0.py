@@ -8,7 +8,6 @@ import numpy as np
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
 from onnx_bcast.memory_guard import check_output_size
-from onnx_bcast.ops.broadcast import check_rank, read_array
 from onnx_bcast.ops.common import (
     ALL_TENSOR_TYPES,
     INDEX_TYPES,
@@ -16,7 +15,9 @@ from onnx_bcast.ops.common import (
     Input,
     OpSpec,
     Shape,
+    check_rank,
     int_vector,
+    read_array,
     shape_of,
 )
 

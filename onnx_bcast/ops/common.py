@@ -10,6 +10,7 @@ import numpy as np
 from onnx import AttributeProto
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.memory_guard import InvalidLimit, output_limit
 
 Shape = tuple[int, ...]
 
@@ -113,3 +114,36 @@ def as_array(data: Any) -> np.ndarray:
 def ints_or_none(values: Sequence[int] | np.ndarray | None) -> np.ndarray | None:
     """Integer values as an int64 array, None stays None."""
     return None if values is None else np.asarray(values, dtype=np.int64)
+
+
+MAX_RANK = 64  # numpy 2's limit on dimensions; SPEC §2: ranks up to 64 work, a rank over 64 is an error
+
+
+def check_rank(op: str, mode: str, what: str, shape: Shape, shapes: str, mode_attr: str = "mode") -> None:
+    """A BroadcastError when ``shape`` (the ``what``) has more than MAX_RANK dims; ``shapes`` lists all shapes."""
+    if len(shape) > MAX_RANK:
+        raise BroadcastError(op, mode, f"{what} rank {len(shape)} exceeds the maximum rank {MAX_RANK}; {shapes}",
+                             mode_attr=mode_attr)
+
+
+def read_array(value: Any, op: str, mode: str, what: str, mode_attr: str = "mode") -> np.ndarray:
+    """``value`` as a numpy array; a BroadcastError where numpy cannot make one (nested over 64 deep, ragged)."""
+    try:
+        return as_array(value)
+    except ValueError as err:
+        raise BroadcastError(op, mode, f"{what} cannot be read as an array: {err}", mode_attr=mode_attr) from None
+
+
+def limit_or_none(max_output_bytes: int | None) -> tuple[int, str] | None:
+    """The output limit in force now, or None when it is invalid (the general path reports that)."""
+    try:
+        return output_limit(max_output_bytes)
+    except InvalidLimit:
+        return None
+
+
+def int_key(values: Any) -> tuple[int, ...] | None:
+    """A 1-D integer array's values as a tuple, cheaply; None for anything else (the general path validates it)."""
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "iu":
+        return tuple(values.tolist())
+    return None
