@@ -15,6 +15,7 @@ import onnx
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.inputs import random_feeds
+from onnx_bcast.op_listing import version_text
 
 logger = logging.getLogger("onnx_bcast.cli")
 
@@ -141,20 +142,10 @@ def _node_count(model: onnx.ModelProto) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from onnx_bcast.ops import OP_SPECS
-    from onnx_bcast.ops.broadcast import MODES
-    from onnx_bcast.ops.elementwise import RULES
+    from onnx_bcast.op_listing import op_lines
 
-    print("domain onnx_bcast, version 1")
-    for spec in OP_SPECS:
-        inputs = ", ".join(i.name + ("?" if i.optional else "") for i in spec.inputs)
-        attrs = []
-        for attr in spec.attrs:
-            default = "required" if attr.default is None else repr(list(attr.default) if attr.kind == "ints"
-                                                                   else attr.default)
-            choices = {"mode": MODES, "auto_broadcast": RULES}.get(attr.name)
-            attrs.append(f"{attr.name}: {attr.kind} = {default}" + (f" ({' | '.join(choices)})" if choices else ""))
-        print(f"{spec.name}({inputs})" + (f"  {'; '.join(attrs)}" if attrs else ""))
+    for line in op_lines():
+        print(line)
     return EXIT_OK
 
 
@@ -193,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit status: 0 success, 1 model or input problem, 2 bad usage",
     )
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -230,22 +221,6 @@ def build_parser() -> argparse.ArgumentParser:
     ops = add("ops", "list onnx-bcast's ops with their inputs, attributes, defaults and modes")
     ops.set_defaults(handler=cmd_ops)
     return parser
-
-
-def _version() -> str:
-    """onnx-bcast's version and the versions it runs with (read without importing onnxruntime)."""
-    from importlib import metadata
-
-    from onnx_bcast import __version__
-
-    def of(package: str) -> str:
-        try:
-            return metadata.version(package)
-        except metadata.PackageNotFoundError:
-            return "not installed"
-
-    return (f"onnx-bcast {__version__} (onnx {of('onnx')}, onnxruntime {of('onnxruntime')}, "
-            f"onnxruntime-extensions {of('onnxruntime-extensions')}, numpy {of('numpy')})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

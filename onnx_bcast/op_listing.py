@@ -1,0 +1,38 @@
+"""What ``onnx-bcast ops`` and ``onnx-bcast --version`` print, from the op table and the installed packages."""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+
+def op_lines() -> list[str]:
+    """The domain, then one line per op: inputs (``?``: optional), attributes with kind, default and modes."""
+    from onnx_bcast.ops import OP_SPECS
+    from onnx_bcast.ops.broadcast import MODES
+    from onnx_bcast.ops.elementwise import RULES
+
+    lines = ["domain onnx_bcast, version 1"]
+    for spec in OP_SPECS:
+        inputs = ", ".join(i.name + ("?" if i.optional else "") for i in spec.inputs)
+        attrs = []
+        for attr in spec.attrs:
+            default = "required" if attr.default is None else repr(list(attr.default) if attr.kind == "ints"
+                                                                   else attr.default)
+            choices = {"mode": MODES, "auto_broadcast": RULES}.get(attr.name)
+            attrs.append(f"{attr.name}: {attr.kind} = {default}" + (f" ({' | '.join(choices)})" if choices else ""))
+        lines.append(f"{spec.name}({inputs})" + (f"  {'; '.join(attrs)}" if attrs else ""))
+    return lines
+
+
+def version_text() -> str:
+    """onnx-bcast's version and the versions it runs with (read without importing onnxruntime)."""
+    from onnx_bcast import __version__
+
+    def of(package: str) -> str:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return (f"onnx-bcast {__version__} (onnx {of('onnx')}, onnxruntime {of('onnxruntime')}, "
+            f"onnxruntime-extensions {of('onnxruntime-extensions')}, numpy {of('numpy')})")
