@@ -37,18 +37,11 @@ class Declared:
     attrs: dict[str, Any]
     inputs: list[str]  # padded to the spec's arity, "" for an absent input
 
-    @property
-    def op(self) -> str:
-        return self.node.op_type
-
-    @property
-    def mode(self) -> str:
-        """The broadcast rule: ``mode`` of the broadcasts, ``auto_broadcast`` of the elementwise ops, else ""."""
-        return str(self.attrs.get(self.spec.mode_attr, "")) if self.spec.mode_attr in self.attrs else ""
-
-    @property
-    def output(self) -> str:
-        return self.node.output[0]
+    def __post_init__(self) -> None:
+        self.op: str = self.node.op_type
+        # the broadcast rule: ``mode`` of the broadcasts, ``auto_broadcast`` of the elementwise ops, else ""
+        self.mode: str = str(self.attrs.get(self.spec.mode_attr, ""))
+        self.output: str = self.node.output[0]
 
     def fail(self, detail: str) -> BroadcastError:
         """A BroadcastError naming this node, its op and its mode."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,7 +76,11 @@ class OpSpec:
         return tuple(i.type_param == "T_SHAPE" for i in self.inputs)
 
     def defaults(self) -> dict[str, Any]:
-        """The attributes a node without any would have."""
+        """The attributes a node without any would have (a new dict each call)."""
+        return dict(self._defaults)
+
+    @functools.cached_property
+    def _defaults(self) -> dict[str, Any]:
         return {a.name: a.default for a in self.attrs}
 
 
