@@ -54,7 +54,7 @@ class ElementwiseRule:
             emit.require(28, "Mod of floating-point inputs with fmod=0")  # ONNX defines it from Mod-28 on
         form = emit.elementwise_form(self.op, bound.types[0])
         b = self.align_pdpd(emit, bound) if self.mode == "pdpd" else bound.inputs[1]
-        if self.guards and self.mode != "numpy" and bound.out_shape is None:
+        if self.guards and bound.out_shape is None:
             b = checked_b(emit, bound, bound.inputs[0], b)
         self.emit_standard(emit, bound, b, form)
 

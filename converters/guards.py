@@ -143,10 +143,16 @@ def checked_against_shape(emit: Emitter, bound: Bound, x: str, expected: str, ru
 
 
 def checked_b(emit: Emitter, bound: Bound, a: str, b: str) -> str:
-    """B (already aligned to A's rank for pdpd) after the checks of ``none``/``pdpd``: a ``Reshape`` to itself."""
+    """B (already aligned to A's rank for pdpd) after the checks of its rule (ranks at most 64 for every rule; the
+    shapes for ``none``/``pdpd``): a ``Reshape`` to itself."""
     guard = Guard(emit, bound)
     sa, sb = emit.shape(a), emit.shape(b)
-    if bound.mode == "none":
+    limit = guard.i64(MAX_RANK)
+    rank_ok = guard.op("And", guard.at_most(guard.length(sa), limit), guard.at_most(guard.length(sb), limit))
+    guard.require(rank_ok, f"ranks are at most {MAX_RANK}")
+    if bound.mode == "numpy":
+        pass  # the standard op's own broadcasting is the rule
+    elif bound.mode == "none":
         guard.require(guard.op("Equal", guard.length(sa), guard.length(sb)), "none: A and B must have one shape")
         guard.require(guard.op("Equal", sa, sb), "none: A and B must have one shape")
     else:  # B is right-aligned to A for numpy broadcasting: its dims meet A's last ones

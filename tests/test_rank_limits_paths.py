@@ -1,0 +1,78 @@
+"""Ranks 33 and 64 run on every path (numpy and native backends, plain ORT on prepare(), the converted model);
+rank 65 is a BroadcastError in InferenceSession and a failure, never a value, in plain ORT."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+import onnx_bcast
+
+CPU = ["CPUExecutionProvider"]
+
+
+def _model(op: str, rank: int, static: bool, **attrs: object) -> tuple:
+    """``op`` of domain onnx_bcast on A of rank ``rank`` (2 and 3 at its first and last axes) and B [3]."""
+    a_dims = [2] + [1] * (rank - 2) + [3] if static else [f"a{i}" for i in range(rank)]
+    nodes = [helper.make_node(op, ["A", "B"], ["Y"], domain="onnx_bcast", name="n", **attrs)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("A", TensorProto.FLOAT, a_dims),
+                                           helper.make_tensor_value_info("B", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)],
+                              ir_version=10)
+    a = np.arange(6, dtype=np.float32).reshape([2] + [1] * (rank - 2) + [3])
+    return model, {"A": a, "B": np.array([10, 20, 30], np.float32)}, a + np.array([10, 20, 30], np.float32)
+
+
+RUNNERS = {
+    "numpy backend": lambda m, f: onnx_bcast.InferenceSession(m).run(None, f)[0],
+    "native backend": lambda m, f: onnx_bcast.InferenceSession(m, backend="native").run(None, f)[0],
+    "plain ORT on prepare": lambda m, f: ort.InferenceSession(onnx_bcast.prepare(m).SerializeToString(),
+                                                              onnx_bcast.session_options(), providers=CPU).run(None, f)[0],
+    "converted": lambda m, f: ort.InferenceSession(onnx_bcast.convert(m).SerializeToString(),
+                                                   providers=CPU).run(None, f)[0],
+}
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "run-time"])
+@pytest.mark.parametrize("rank", [33, 64])
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_elementwise_of_high_rank_runs_on_every_path(runner: str, rank: int, static: bool) -> None:
+    model, feeds, expected = _model("Add", rank, static, auto_broadcast="pdpd", axis=rank - 1)
+    got = RUNNERS[runner](model, feeds)
+    assert got.shape == expected.shape and np.array_equal(got, expected)
+
+
+def _rank_65_model(run_time: bool) -> tuple:
+    """A [2, 3] reshaped in the graph to rank 65 (the shape a constant, or fed at run time), then our Add with B [3],
+    then ReduceSum to a scalar output."""
+    shape65 = helper.make_tensor("shape65", TensorProto.INT64, [65], [2] + [1] * 63 + [3])
+    nodes = [helper.make_node("Reshape", ["A", "shape65"], ["A65"]),
+             helper.make_node("Add", ["A65", "B"], ["S"], domain="onnx_bcast", name="n", auto_broadcast="numpy"),
+             helper.make_node("ReduceSum", ["S"], ["Y"], keepdims=0)]
+    inputs = [helper.make_tensor_value_info("A", TensorProto.FLOAT, [2, 3]),
+              helper.make_tensor_value_info("B", TensorProto.FLOAT, [3])]
+    if run_time:
+        inputs.append(helper.make_tensor_value_info("shape65", TensorProto.INT64, [None]))
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+                              [] if run_time else [shape65])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)],
+                              ir_version=10)
+    feeds = {"A": np.ones((2, 3), np.float32), "B": np.ones(3, np.float32)}
+    if run_time:
+        feeds["shape65"] = np.array([2] + [1] * 63 + [3], np.int64)
+    return model, feeds
+
+
+@pytest.mark.parametrize("run_time", [False, True], ids=["constant shape", "run-time shape"])
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_rank_65_made_in_the_graph_never_gives_a_value(runner: str, run_time: bool) -> None:
+    model, feeds = _rank_65_model(run_time)
+    if runner in ("numpy backend", "native backend"):
+        with pytest.raises(onnx_bcast.BroadcastError, match="rank 65"):
+            RUNNERS[runner](model, feeds)
+    else:  # plain ORT cannot raise our type: any error, and no value
+        with pytest.raises(Exception):  # noqa: B017
+            RUNNERS[runner](model, feeds)
