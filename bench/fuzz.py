@@ -806,18 +806,6 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 KNOWN_ISSUES = {
     "like-unguarded": "BroadcastLikeV0 with initial_broadcast_axes and run-time shapes: the converted model (and so "
                       "the native backend) checks neither the axes nor the exact kept dims, and returns a value",
-    "v0-axes-unchecked": "BroadcastV0 with a broadcast axis out of range or repeated, data shape not static: "
-                         "convert (and so the native backend) raises IndexError instead of BroadcastError, or the "
-                         "converted model returns a value",
-    "pdpd-rank-message": "elementwise pdpd with ranks declared: the native backend refuses the model when loaded "
-                         "with the converter's message ('B of rank .. cannot align ..'), the numpy backend fails "
-                         "the run with another one",
-    "fp16-compare-unnamed-node": "LessOrEqual/GreaterOrEqual on float16 with the numpy rule and shapes that do not "
-                                 "broadcast: ORT runs the standard op as its function body, whose unnamed Equal node "
-                                 "fails, so the native backend raises ORT's error, not the BroadcastError",
-    "v0-negative-shape-abort": "BroadcastV0 with a 0 and a negative value in shape, data of known rank with dynamic "
-                               "dims: ORT aborts the process (std::clamp assertion) when it loads the converted "
-                               "model (plain ORT and the native backend)",
     "ortform-inputs-ignored": "BroadcastV0/BroadcastLikeV0 in the ONNX Runtime form with the list inputs fed at run "
                               "time: the numpy backend reads the inputs, convert/native read the attributes",
 }

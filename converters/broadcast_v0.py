@@ -5,7 +5,8 @@ from __future__ import annotations
 from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guards import checked_against_shape
 from onnx_bcast.emitter import Emitter
-from onnx_bcast.ops.broadcast_v0 import like_axes
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.ops.broadcast_v0 import broadcast_v0_shape, like_axes
 
 
 def _unsqueeze_expand(emit: Emitter, data: str, axes: list[int], shape: str | None,
@@ -35,6 +36,14 @@ class BroadcastV0Rule:
         self.guards = guards
 
     def check(self, bound: Bound) -> str | None:
+        """``shape`` and ``broadcast_axes`` are attributes: what they say is checked here, whatever ``arg`` is."""
+        shape = [int(v) for v in bound.attrs["shape"]]
+        axes = [int(a) for a in bound.attrs["broadcast_axes"]]
+        required = [d for i, d in enumerate(shape) if i not in set(axes)]
+        try:
+            broadcast_v0_shape(required, shape, axes)
+        except BroadcastError as err:
+            return err.detail
         return None
 
     def rewrite(self, emit: Emitter, bound: Bound) -> None:

@@ -62,7 +62,16 @@ class InferenceSession(ort.InferenceSession):
         if backend == "native":
             from onnx_bcast.convert import convert
 
-            self.prepared_model = convert(self.source_model)
+            try:
+                self.prepared_model = convert(self.source_model)
+            except BroadcastError:
+                # the converter proves from ranks alone that every input fails: the numpy backend, if it can
+                # make a session, fails each run with the message it gives (else its error is raised here)
+                self.backend = "numpy"
+                self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes)
+                super().__init__(self.prepared_model.SerializeToString(), sess_options=session_options(options),
+                                 providers=providers, **kwargs)
+                return
             try:
                 super().__init__(self.prepared_model.SerializeToString(), sess_options=options, providers=providers,
                                  **kwargs)
@@ -87,9 +96,10 @@ class InferenceSession(ort.InferenceSession):
             except Exception as exc:
                 node = failed_node(exc)
                 label = self._our_label(node) if node is not None else None
-                if label is None:
+                explained = self._explain(label, failed_guard(exc), input_feed)
+                if explained is None:
                     raise
-                raise self._explain(label, failed_guard(exc), input_feed) from None
+                raise explained from None
         run_state = ort_ops.guarded_run
         run_state.active, run_state.error_id = True, None
         try:
@@ -113,8 +123,14 @@ class InferenceSession(ort.InferenceSession):
         head = node.split("/", 1)[0]
         return node if node in self._labels else head if head in self._labels else None
 
-    def _explain(self, label: str, guard: tuple[str, str] | None, input_feed: dict[str, Any]) -> BroadcastError:
-        """The numpy backend's error on the same inputs (the same message), else the guard's own rule."""
+    def _explain(self, label: str | None, guard: tuple[str, str] | None, input_feed: dict[str, Any]
+                 ) -> BroadcastError | None:
+        """The numpy backend's error on the same inputs (the same message); else, for a failure at one of our
+        nodes (``label``), its guard's rule; else None (a failure that is not ours: raised as it is).
+
+        Any failed run is asked about, not only those at nodes named after ours: ORT may run a standard op's
+        function body (e.g. ``LessOrEqual`` of float16), whose nodes have no name to trace back.
+        """
         if self._explainer is None:
             self._explainer = InferenceSession(self.source_model, backend="numpy",
                                                max_output_bytes=self._max_output_bytes)
@@ -122,6 +138,10 @@ class InferenceSession(ort.InferenceSession):
             self._explainer.run(None, input_feed)
         except BroadcastError as err:
             return err
+        except Exception:  # the numpy backend fails otherwise too: not a broadcast error
+            return None
+        if label is None:
+            return None
         return guard_error(self.source_model, *(guard or (label, "the standard form failed")))
 
 

@@ -114,8 +114,16 @@ class KnownIssueStillThere(Exception):
     """The reproducer still shows its issue's symptom (and nothing else)."""
 
 
-KNOWN = ("like-unguarded", "v0-axes-unchecked", "v0-negative-shape-abort", "pdpd-rank-message",
-         "fp16-compare-unnamed-node", "ortform-inputs-ignored")
+KNOWN = ("like-unguarded", "ortform-inputs-ignored")
+# issues the fuzz found and the library fixed: their reproducers must now agree on every path
+FIXED = ("v0-axes-unchecked", "v0-negative-shape-abort", "pdpd-rank-message", "fp16-compare-unnamed-node")
+
+
+@pytest.mark.parametrize("issue", FIXED)
+def test_fixed_issue_reproducer(fuzz, issue: str) -> None:
+    case, ort_form_native = _known_cases(fuzz)[issue]
+    summary = fuzz.check_cases([(fuzz.FAMILIES[case.family], case)], ort_form_native=ort_form_native)
+    assert summary.cases == 1 and summary.disagreements == [], "\n".join(summary.disagreements)
 
 
 @pytest.mark.parametrize("issue", [pytest.param(k, marks=pytest.mark.xfail(strict=True, raises=KnownIssueStillThere,

@@ -29,8 +29,8 @@ def _model(op: str, rank: int, static: bool, **attrs: object) -> tuple:
 RUNNERS = {
     "numpy backend": lambda m, f: onnx_bcast.InferenceSession(m).run(None, f)[0],
     "native backend": lambda m, f: onnx_bcast.InferenceSession(m, backend="native").run(None, f)[0],
-    "plain ORT on prepare": lambda m, f: ort.InferenceSession(onnx_bcast.prepare(m).SerializeToString(),
-                                                              onnx_bcast.session_options(), providers=CPU).run(None, f)[0],
+    "plain ORT on prepare": lambda m, f: ort.InferenceSession(
+        onnx_bcast.prepare(m).SerializeToString(), onnx_bcast.session_options(), providers=CPU).run(None, f)[0],
     "converted": lambda m, f: ort.InferenceSession(onnx_bcast.convert(m).SerializeToString(),
                                                    providers=CPU).run(None, f)[0],
 }
