@@ -804,8 +804,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 # only keeps them from failing the run. Drop an entry when the library is fixed (test_fuzz_slice's strict xfails
 # say when).
 KNOWN_ISSUES = {
-    "like-unguarded": "BroadcastLikeV0 with initial_broadcast_axes and run-time shapes: the converted model (and so "
-                      "the native backend) checks neither the axes nor the exact kept dims, and returns a value",
+    "like-unguarded": "BroadcastLikeV0 with initial_broadcast_axes, run-time shapes and like_arg of unknown rank: "
+                      "the converted model (and so the native backend) checks neither the axes nor the exact kept "
+                      "dims, and returns a value (with the rank known, it checks them)",
     "ortform-inputs-ignored": "BroadcastV0/BroadcastLikeV0 in the ONNX Runtime form with the list inputs fed at run "
                               "time: the numpy backend reads the inputs, convert/native read the attributes",
 }

@@ -68,15 +68,29 @@ class BroadcastV0Rule:
 
 
 class BroadcastLikeV0Rule:
-    """``BroadcastLikeV0(x, like) -> Expand(Unsqueeze(x, axes), Shape(like))`` with axes given or deduced."""
+    """``BroadcastLikeV0(x, like) -> Expand(Unsqueeze(x, axes), Shape(like))`` with axes given or deduced.
+
+    With guards and shapes known only at run time, ``Shape(x)`` must equal ``Shape(like)`` without the axes:
+    checked at run time and tied into ``Expand``'s shape, where like_arg's rank is known (the axes are checked
+    against it here); with its rank unknown there is no check.
+    """
 
     op, mode = "BroadcastLikeV0", ""
 
+    def __init__(self, guards: bool = True) -> None:
+        self.guards = guards
+
     def check(self, bound: Bound) -> str | None:
-        if not bound.attrs["initial_broadcast_axes"] and (bound.static_shape(0) is None
-                                                          or bound.static_shape(1) is None):
+        given = [int(a) for a in bound.attrs["initial_broadcast_axes"]]
+        if not given and (bound.static_shape(0) is None or bound.static_shape(1) is None):
             return ("cannot convert: broadcast axes are deduced from the shapes of arg and like_arg, which are not "
                     "statically known; set initial_broadcast_axes")
+        rank = bound.rank(1)
+        if self.guards and bound.out_shape is None and rank is not None:
+            try:
+                broadcast_v0_shape([1] * (rank - len(set(given))), [1] * rank, given, "BroadcastLikeV0")
+            except BroadcastError as err:
+                return err.detail
         return None
 
     def rewrite(self, emit: Emitter, bound: Bound) -> None:
@@ -89,8 +103,20 @@ class BroadcastLikeV0Rule:
         else:
             needs_expand = True
             target = emit.shape(bound.inputs[1])
+        if self.guards and bound.out_shape is None and bound.rank(1) is not None:
+            kept = [i for i in range(bound.rank(1)) if i not in set(axes)]
+            like = emit.shape(bound.inputs[1])
+            required = emit.standard("Gather", [like, emit.const_i64(kept, "kept_axes")], None, axis=0)
+            checked = checked_against_shape(emit, bound, bound.inputs[0], required,
+                                            "arg's shape must equal like_arg's shape without the broadcast axes",
+                                            target if needs_expand else like)
+            if not needs_expand:
+                aligned = emit.unsqueeze(bound.inputs[0], axes) if axes else bound.inputs[0]
+                emit.reshape(aligned, checked, bound.output)
+                return
+            target = checked
         _unsqueeze_expand(emit, bound.inputs[0], axes, target, needs_expand, bound.output, like_shape)
 
 
 def rules(guards: bool) -> list[BroadcastV0Rule | BroadcastLikeV0Rule]:
-    return [BroadcastV0Rule(guards), BroadcastLikeV0Rule()]
+    return [BroadcastV0Rule(guards), BroadcastLikeV0Rule(guards)]
