@@ -9,8 +9,15 @@ from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops.broadcast_v0 import broadcast_v0_shape, like_axes
 
 
-def _unsqueeze_expand(emit: Emitter, data: str, axes: list[int], shape: str | None,
-                      needs_expand: bool, output: str, static_out: tuple[int, ...] | None) -> None:
+def _unsqueeze_expand(emit: Emitter, data: str, axes: list[int], shape: str | None, needs_expand: bool, output: str,
+                      static_out: tuple[int, ...] | None, checked: str | None = None) -> None:
+    """``Expand(Unsqueeze(data, axes), shape)`` without the parts that change nothing. ``checked``: the output shape
+    after the run-time checks, which then is ``Expand``'s shape, or a ``Reshape``'s where no axis replicates."""
+    if checked is not None:
+        if not needs_expand:
+            emit.reshape(emit.unsqueeze(data, axes) if axes else data, checked, output)
+            return
+        shape = checked
     if not axes and not needs_expand:
         emit.identity(data, output)
         return
@@ -54,17 +61,13 @@ class BroadcastV0Rule:
         if needs_expand:  # the ORT form carries the shape as input 1 too: reuse it when it says the same
             given = bound.ints(1) if len(bound.inputs) > 1 and bound.is_int64(1) else None
             target = bound.inputs[1] if given == shape else emit.const_i64(shape, "shape")
+        checked = None
         if self.guards and bound.out_shape is None:
             required = emit.const_i64([d for i, d in enumerate(shape) if i not in set(axes)], "required_shape")
             checked = checked_against_shape(emit, bound, bound.inputs[0], required,
                                             "arg's shape must equal shape without broadcast_axes",
                                             target if needs_expand else emit.const_i64(shape, "shape"))
-            if not needs_expand:
-                aligned = emit.unsqueeze(bound.inputs[0], axes) if axes else bound.inputs[0]
-                emit.reshape(aligned, checked, bound.output)
-                return
-            target = checked
-        _unsqueeze_expand(emit, bound.inputs[0], axes, target, needs_expand, bound.output, shape)
+        _unsqueeze_expand(emit, bound.inputs[0], axes, target, needs_expand, bound.output, shape, checked)
 
 
 class BroadcastLikeV0Rule:
@@ -103,6 +106,7 @@ class BroadcastLikeV0Rule:
         else:
             needs_expand = True
             target = emit.shape(bound.inputs[1])
+        checked = None
         if self.guards and bound.out_shape is None and bound.rank(1) is not None:
             kept = [i for i in range(bound.rank(1)) if i not in set(axes)]
             like = emit.shape(bound.inputs[1])
@@ -110,12 +114,7 @@ class BroadcastLikeV0Rule:
             checked = checked_against_shape(emit, bound, bound.inputs[0], required,
                                             "arg's shape must equal like_arg's shape without the broadcast axes",
                                             target if needs_expand else like)
-            if not needs_expand:
-                aligned = emit.unsqueeze(bound.inputs[0], axes) if axes else bound.inputs[0]
-                emit.reshape(aligned, checked, bound.output)
-                return
-            target = checked
-        _unsqueeze_expand(emit, bound.inputs[0], axes, target, needs_expand, bound.output, like_shape)
+        _unsqueeze_expand(emit, bound.inputs[0], axes, target, needs_expand, bound.output, like_shape, checked)
 
 
 def rules(guards: bool) -> list[BroadcastV0Rule | BroadcastLikeV0Rule]:
