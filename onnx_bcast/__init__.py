@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from onnx_bcast.convert import convert
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.ops.backprop import broadcast_backprop, broadcast_v0_backprop, unbroadcast
 from onnx_bcast.ops.broadcast import broadcast, broadcast_shape, expand
 from onnx_bcast.ops.broadcast_v0 import broadcast_like_v0, broadcast_v0
 from onnx_bcast.ops.elementwise import elementwise, elementwise_shape
@@ -33,12 +34,15 @@ __all__ = [
     "InferenceSession",
     "convert",
     "broadcast",
+    "broadcast_backprop",
     "broadcast_like_v0",
     "broadcast_shape",
     "broadcast_v0",
+    "broadcast_v0_backprop",
     "elementwise",
     "elementwise_shape",
     "expand",
     "prepare",
     "session_options",
+    "unbroadcast",
 ]

@@ -1,0 +1,266 @@
+"""Backprop of every broadcast: the adjoint of Broadcast/Expand (every mode), nGraph's v0 Broadcast, and the
+broadcast part of an elementwise op's gradient (``unbroadcast``). Kernels and op specs.
+
+The adjoint of a broadcast sums the incoming gradient ``delta`` over every output position that copied one data
+element: the new axes and the stretched size-1 axes. Which axes those are comes from the forward shape rules
+(``broadcast_shape``/``aligned_shape``, ``broadcast_v0_shape``, ``elementwise_shape``/``pdpd_alignment``), with
+``delta``'s shape as the forward output.
+
+Result types: ``delta``'s. Integers are summed in their own type (wrapping as numpy does). float16, bfloat16 and
+the other sub-32-bit floats are summed in float32 and rounded to the delta's type once, at the end. float32,
+float64 and complex values are summed in their own type with numpy's pairwise summation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.ops.broadcast import aligned_shape, broadcast_shape, canonical_mode
+from onnx_bcast.ops.broadcast_v0 import broadcast_v0_shape
+from onnx_bcast.ops.common import (
+    INDEX_TYPES,
+    Attr,
+    Input,
+    OpSpec,
+    Shape,
+    int_vector,
+    read_array,
+    shape_of,
+)
+from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment
+
+BROADCAST_BACKPROP = "BroadcastBackprop"
+V0_BACKPROP = "BroadcastV0Backprop"
+UNBROADCAST = "Unbroadcast"
+
+# the types a gradient can have: every numeric tensor type of ONNX's standard ops (no bool, no string)
+NUMERIC_TYPES: tuple[str, ...] = tuple(
+    f"tensor({t})"
+    for t in ("float", "double", "float16", "bfloat16",
+              "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+)
+
+Dims = tuple[int | None, ...]  # a shape whose dims may be unknown (the converter's view)
+
+
+def _fmt_dims(dims: Dims) -> str:
+    """A shape as the message template writes it, ``?`` for a dim known only at run time."""
+    parts = ["?" if d is None else str(int(d)) for d in dims]
+    return f"({parts[0]},)" if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+
+
+# -- which axes are summed -----------------------------------------------------------------------------------------
+
+def backprop_plan(data_shape: Any, delta_dims: Dims, axes_mapping: Any = None, *, mode: str = "numpy",
+                  axis: int = -1, op: str = BROADCAST_BACKPROP) -> tuple[Shape, Shape, Shape, Shape]:
+    """How ``delta`` (of ``delta_dims``; None marks a dim known only at run time) sums down to ``data_shape``.
+
+    Validates that ``delta_dims`` can be the forward output for ``data_shape`` under the mode, by the forward
+    shape rule with ``delta``'s shape as the target: for numpy and explicit the output is the target itself; for
+    bidirectional and pdpd the output may be larger than the target, so ``delta``'s shape must be one that the
+    forward rule gives back unchanged (a valid bidirectional/pdpd broadcast result of ``data_shape``).
+
+    Returns ``(data_shape, aligned, summed, checked)``: ``aligned`` is the data's shape padded with 1s to
+    ``delta``'s rank as the forward kernel aligns it; ``summed`` the axes of ``delta`` to sum (aligned size 1 and
+    ``delta``'s dim not 1); ``checked`` the axes whose dim is unknown here and must equal ``aligned`` at run time.
+    """
+    mode = canonical_mode(mode, op)
+    d = int_vector(data_shape, "data_shape", op, mode)
+    for i, n in enumerate(d):
+        if n < 0:
+            raise BroadcastError(op, mode, f"data_shape dim {i} is negative ({n}); data_shape {fmt_shape(d)}")
+    rank = len(delta_dims)
+    fill = tuple(1 if x is None else int(x) for x in delta_dims)
+    try:  # unknown dims are given the value a valid delta has there, so that only known dims are judged
+        guess = aligned_shape(d, fill, axes_mapping, mode, axis)
+    except (IndexError, TypeError, ValueError):
+        guess = ()
+    if len(guess) == rank and min(guess, default=0) >= 0:
+        fill = tuple(g if x is None else int(x) for x, g in zip(delta_dims, guess, strict=True))
+    where = f"(the forward target here is delta's shape {_fmt_dims(delta_dims)})"
+    try:
+        out = broadcast_shape(d, np.asarray(fill, dtype=np.int64), axes_mapping, mode=mode, axis=axis, op=op)
+    except BroadcastError as err:
+        raise BroadcastError(op, mode, f"{err.detail} {where}") from None
+    if out != fill:
+        raise BroadcastError(op, mode, f"delta {_fmt_dims(delta_dims)} is not a {mode} broadcast of data_shape "
+                                       f"{fmt_shape(d)}: broadcasting data_shape to delta's shape gives "
+                                       f"{fmt_shape(out)}")
+    aligned = aligned_shape(d, out, axes_mapping, mode, axis)
+    summed = tuple(i for i in range(rank) if aligned[i] == 1 and delta_dims[i] != 1)
+    checked = tuple(i for i in range(rank) if delta_dims[i] is None and aligned[i] != 1)
+    return d, aligned, summed, checked
+
+
+def v0_plan(delta_dims: Dims, broadcast_axes: Any, op: str = V0_BACKPROP) -> tuple[tuple[int, ...], Dims]:
+    """The summed axes of nGraph's backprop (``broadcast_axes``, validated against ``delta``'s rank as the forward
+    rule validates them against its output's) and the gradient's dims."""
+    axes = int_vector(broadcast_axes, "broadcast_axes", op, "")
+    fill = [1 if x is None else int(x) for x in delta_dims]
+    kept = [i for i in range(len(fill)) if i not in set(axes)]
+    try:
+        broadcast_v0_shape([fill[i] for i in kept], fill, axes, op)
+    except BroadcastError as err:
+        raise BroadcastError(op, "", f"{err.detail} (the forward output here is delta's shape "
+                                     f"{_fmt_dims(delta_dims)})") from None
+    return tuple(sorted(axes)), tuple(delta_dims[i] for i in kept)
+
+
+# -- summation ---------------------------------------------------------------------------------------------------
+
+def accumulator(dtype: np.dtype, op: str, mode: str, mode_attr: str = "mode") -> np.dtype:
+    """The type ``delta`` is summed in: its own, or float32 for floats narrower than 32 bits."""
+    if dtype.kind in "iuc" or (dtype.kind == "f" and dtype.itemsize >= 4):
+        return dtype
+    if dtype.kind == "f" or (dtype.kind == "V" and dtype.name.startswith(("float", "bfloat"))):
+        return np.dtype(np.float32)  # float16, and ml_dtypes' bfloat16 / float8 types
+    raise BroadcastError(op, mode, f"delta must be a numeric tensor, got dtype {dtype}", mode_attr=mode_attr)
+
+
+def _read_delta(delta: Any, op: str, mode: str, mode_attr: str = "mode") -> np.ndarray:
+    arr = read_array(delta, op, mode, "delta", mode_attr=mode_attr)
+    accumulator(arr.dtype, op, mode, mode_attr)  # refuses non-numeric types before any shape work
+    return arr
+
+
+def _sum_to(delta: np.ndarray, summed: tuple[int, ...], shape: Shape, op: str, mode: str,
+            mode_attr: str = "mode") -> np.ndarray:
+    """``delta`` summed over ``summed`` (dims kept), then shaped as ``shape``; a read-only view if nothing is summed."""
+    if not summed:
+        view = delta.reshape(shape)
+        view.flags.writeable = False
+        return view
+    acc = accumulator(delta.dtype, op, mode, mode_attr)
+    total = np.sum(delta, axis=summed, dtype=acc, keepdims=True)
+    return np.asarray(total.astype(delta.dtype, copy=False)).reshape(shape)
+
+
+# -- kernels ------------------------------------------------------------------------------------------------------
+
+def broadcast_backprop(delta: Any, data_shape: Any, axes_mapping: Any = None, *, mode: str = "numpy",
+                       axis: int = -1, op: str = BROADCAST_BACKPROP) -> np.ndarray:
+    """The gradient of ``Broadcast``/``Expand`` in every mode: ``delta`` (the forward output's shape) summed over
+    the output positions each data element was copied to; shape ``data_shape``, type ``delta``'s.
+
+    float16/bfloat16 are summed in float32 and rounded once; integers are summed in their type (wrapping).
+    A ``delta`` whose shape is not the forward output for ``data_shape`` under the mode is a BroadcastError.
+    """
+    canon = canonical_mode(mode, op)
+    delta = _read_delta(delta, op, canon)
+    d, _, summed, _ = backprop_plan(data_shape, shape_of(delta), axes_mapping, mode=canon, axis=axis, op=op)
+    return _sum_to(delta, summed, d, op, canon)
+
+
+def broadcast_v0_backprop(delta: Any, broadcast_axes: Any) -> np.ndarray:
+    """nGraph's backprop of the v0 Broadcast: ``Sum(delta, broadcast_axes)`` (type ``delta``'s; float16/bfloat16
+    summed in float32 and rounded once, integers in their type)."""
+    delta = _read_delta(delta, V0_BACKPROP, "")
+    axes, dims = v0_plan(shape_of(delta), broadcast_axes)
+    kept = tuple(int(x) for x in dims)
+    return _sum_to(delta, tuple(a for a in axes if delta.shape[a] != 1), kept, V0_BACKPROP, "")
+
+
+def unbroadcast(delta: Any, a_shape: Any, b_shape: Any, *, auto_broadcast: str = "numpy",
+                axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    """``delta`` (an elementwise op's output shape) summed down to A's shape and to B's shape under the elementwise
+    rule (none/numpy/pdpd). For ``Add`` this is the gradient; for the other ops it is the broadcast part of it.
+    Types and summation as ``broadcast_backprop``."""
+    rule = canonical_rule(auto_broadcast, UNBROADCAST)
+    delta = _read_delta(delta, UNBROADCAST, rule, "auto_broadcast")
+    a = int_vector(a_shape, "a_shape", UNBROADCAST, rule)
+    b = int_vector(b_shape, "b_shape", UNBROADCAST, rule)
+    for what, shape in (("a_shape", a), ("b_shape", b)):
+        if any(n < 0 for n in shape):
+            raise BroadcastError(UNBROADCAST, rule, f"{what} {fmt_shape(shape)} has a negative dim",
+                                 mode_attr="auto_broadcast")
+    out = elementwise_shape(a, b, auto_broadcast=rule, axis=axis, op=UNBROADCAST)
+    if out != delta.shape:
+        raise BroadcastError(UNBROADCAST, rule, f"delta {fmt_shape(delta.shape)} is not the output shape "
+                                                f"{fmt_shape(out)} of A {fmt_shape(a)} and B {fmt_shape(b)}",
+                             mode_attr="auto_broadcast")
+    rank = len(out)
+    aligned_a = (1,) * (rank - len(a)) + a
+    aligned_b = pdpd_alignment(a, b, int(axis), UNBROADCAST) if rule == "pdpd" else (1,) * (rank - len(b)) + b
+
+    def down(aligned: Shape, shape: Shape) -> np.ndarray:
+        summed = tuple(i for i in range(rank) if aligned[i] == 1 and out[i] != 1)
+        return _sum_to(delta, summed, shape, UNBROADCAST, rule, "auto_broadcast")
+
+    return down(aligned_a, a), down(aligned_b, b)
+
+
+# -- op specs -----------------------------------------------------------------------------------------------------
+
+def _backprop_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None
+                     ) -> np.ndarray:
+    delta, data_shape, axes = (*inputs, None, None)[:3]
+    return broadcast_backprop(delta, data_shape, axes, mode=attrs["mode"], axis=attrs["axis"])
+
+
+def _backprop_static(shapes: list[Shape | None], values: list[np.ndarray | None], attrs: dict[str, Any]
+                     ) -> Shape | None:
+    """``data_shape``'s value, validated against ``delta``'s shape (None unless both are known)."""
+    delta_shape = shapes[0] if shapes else None
+    data_shape = values[1] if len(values) > 1 else None
+    axes = values[2] if len(values) > 2 else None
+    if delta_shape is None or data_shape is None or (len(shapes) > 2 and axes is None):
+        return None
+    return backprop_plan(data_shape, delta_shape, axes, mode=attrs["mode"], axis=attrs["axis"])[0]
+
+
+def _v0_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None
+               ) -> np.ndarray:
+    # ORT form: the list attribute travels as input 1; the attribute wins when the input is absent
+    axes = inputs[1] if len(inputs) > 1 and inputs[1] is not None else attrs["broadcast_axes"]
+    return broadcast_v0_backprop(inputs[0], axes)
+
+
+def _v0_static(shapes: list[Shape | None], values: list[np.ndarray | None], attrs: dict[str, Any]) -> Shape | None:
+    if not shapes or shapes[0] is None:
+        return None
+    return tuple(int(d) for d in v0_plan(shapes[0], attrs["broadcast_axes"])[1])
+
+
+BROADCAST_BACKPROP_SPEC = OpSpec(
+    name=BROADCAST_BACKPROP,
+    doc="The gradient of Broadcast/Expand: delta summed over every output position each data element was copied "
+        "to; output shape data_shape. float16/bfloat16 are summed in float32 and rounded once.",
+    inputs=(
+        Input("delta", "T", doc="the gradient of the forward output (the forward output's shape)"),
+        Input("data_shape", "T_SHAPE", doc="1-D: the forward data's shape"),
+        Input("axes_mapping", "T_SHAPE", optional=True,
+              doc="explicit mode: the forward axes_mapping (empty or absent otherwise)"),
+    ),
+    attrs=(
+        Attr("mode", "string", "numpy", "the forward mode: numpy, explicit (none), bidirectional or pdpd"),
+        Attr("axis", "int", -1, "pdpd: the forward axis"),
+    ),
+    type_constraints=(("T", NUMERIC_TYPES), ("T_SHAPE", INDEX_TYPES)),
+    output_type_param="T",
+    kernel=_backprop_kernel,
+    static_shape=_backprop_static,
+    mode_of=lambda attrs: str(attrs.get("mode", "numpy")),
+)
+
+BROADCAST_V0_BACKPROP_SPEC = OpSpec(
+    name=V0_BACKPROP,
+    doc="nGraph's backprop of the v0 Broadcast: Sum(delta, broadcast_axes). float16/bfloat16 are summed in float32 "
+        "and rounded once.",
+    inputs=(
+        Input("delta", "T", doc="the gradient of the forward output"),
+        Input("broadcast_axes_input", "T_SHAPE", optional=True,
+              doc="ONNX Runtime form: the 'broadcast_axes' attribute as a tensor"),
+    ),
+    attrs=(Attr("broadcast_axes", "ints", None, "the forward's new axes: summed"),),
+    type_constraints=(("T", NUMERIC_TYPES), ("T_SHAPE", INDEX_TYPES)),
+    output_type_param="T",
+    kernel=_v0_kernel,
+    static_shape=_v0_static,
+)
+
+# Unbroadcast (two outputs) is not here: the op-spec machinery carries one output per op (see the module doc of
+# converters/backprop.py for what two outputs need).
+SPECS = (BROADCAST_BACKPROP_SPEC, BROADCAST_V0_BACKPROP_SPEC)
