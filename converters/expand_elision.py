@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 from onnx import GraphProto, NodeProto
 
 from onnx_bcast.model_walk import subgraphs
@@ -21,18 +20,26 @@ class ExpandElision:
     the consumers of our nodes' outputs are indexed once, so the pass stays linear in the graph's size.
     """
 
-    def __init__(self, graph: GraphProto, outputs: set[str], facts: StaticFacts) -> None:
+    def __init__(self, graph: GraphProto, outputs: set[str], facts: StaticFacts,
+                 inputs: list[tuple[str, ...]] | None = None, nested: bool = True) -> None:
+        """``inputs``: each node's inputs, where the caller has read them already; ``nested=False``: the caller
+        knows that the graph holds no subgraph."""
         self.graph = graph
         self.facts = facts
         self.consumers: dict[str, list[NodeProto]] = {}
-        for node in graph.node:
-            for name in node.input:
+        if inputs is None:
+            inputs = [tuple(node.input) for node in graph.node]
+        for index, names in enumerate(inputs):
+            node = None
+            for name in names:
                 if name in outputs:
+                    node = graph.node[index] if node is None else node
                     users = self.consumers.setdefault(name, [])
                     if not users or users[-1] is not node:
                         users.append(node)
-        self._protected: set[str] | None = None
+        self._protected: set[str] | None = None if nested else {v.name for v in graph.output}
         self.dropped: set[str] = set()
+        self.sources: set[str] = set()  # values that consumers read now instead of a dropped Expand's output
 
     @property
     def protected(self) -> set[str]:
@@ -56,6 +63,7 @@ class ExpandElision:
                 if name == output:
                     user.input[i] = source
         self.dropped.add(output)
+        self.sources.add(source)
 
     def finish(self) -> None:
         """Value infos of values that no longer exist (or no longer have the expanded shape) go."""
@@ -74,9 +82,14 @@ class ExpandElision:
             shape = self.facts.shapes.get(name)
             if shape is None or any(d is None for d in shape):
                 return False
-            try:
-                if np.broadcast_shapes(tuple(shape), out_shape) != tuple(shape):
-                    return False
-            except ValueError:
+            if not _broadcast_keeps(tuple(shape), out_shape):
                 return False
         return True
+
+
+def _broadcast_keeps(shape: tuple[int, ...], other: tuple[int, ...]) -> bool:
+    """Whether numpy's broadcast of ``shape`` with ``other`` is ``shape`` itself (False where they do not broadcast;
+    ``np.broadcast_shapes(shape, other) == shape`` without its cost)."""
+    if len(other) > len(shape):
+        return False
+    return all(b == 1 or b == a for a, b in zip(shape[len(shape) - len(other):], other, strict=True))

@@ -62,8 +62,25 @@ def declare(node: NodeProto, index: int) -> Declared:
     return declared
 
 
+_READ: dict[tuple, dict[str, Any]] = {}  # (op, each attribute's bytes) -> attributes read (valid ones only)
+_MAX_READ = 4096
+
+
 def read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any]:
-    """The node's attributes with defaults filled; wrong names, kinds, references and modes are BroadcastErrors."""
+    """The node's attributes with defaults filled; wrong names, kinds, references and modes are BroadcastErrors.
+
+    Models repeat the same attributes node after node: a valid set is read once (a copy is returned).
+    """
+    key = (node.op_type, *(a.SerializeToString() for a in node.attribute))
+    attrs = _READ.get(key)
+    if attrs is None:
+        attrs = _read_attributes(node, spec, label)
+        if len(_READ) < _MAX_READ:
+            _READ[key] = attrs
+    return dict(attrs)
+
+
+def _read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any]:
     known = {a.name: a for a in spec.attrs}
     attrs = spec.defaults()
     for attr in node.attribute:
@@ -130,7 +147,12 @@ class Bound(Declared):
     def ints(self, i: int) -> tuple[int, ...] | None:
         """Input ``i``'s constant integer values."""
         value = self.values[i]
-        return None if value is None else tuple(int(v) for v in np.asarray(value).reshape(-1).tolist())
+        if value is None:
+            return None
+        memo = self.__dict__.setdefault("_ints", {})  # rules ask several times; values never change
+        if i not in memo:
+            memo[i] = tuple(int(v) for v in np.asarray(value).reshape(-1).tolist())
+        return memo[i]
 
     def length(self, i: int) -> int | None:
         """The length of 1-D input ``i`` (from its value or its shape)."""

@@ -10,6 +10,7 @@ from onnx import NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import NameGenerator
+from onnx_bcast.node_build import make_node
 from onnx_bcast.ops.common import MAX_RANK
 from onnx_bcast.ops.elementwise import COMPARISONS, standard_form
 
@@ -63,7 +64,7 @@ class Emitter:
             self.final_name_used = True
         else:
             name = self.names(f"{self.node_name}/{op_type}")
-        self.nodes.append(helper.make_node(op_type, list(inputs), outs, name=name, domain=domain or None, **attrs))
+        self.nodes.append(make_node(op_type, inputs, outs, name=name, domain=domain or None, **attrs))
         if domain:
             self.domains.add(domain)
         return outs
@@ -71,7 +72,7 @@ class Emitter:
     def named(self, op_type: str, inputs: Sequence[str], name: str, **attrs) -> str:
         """A standard node under a name of its own (a guard's name states its rule; runtimes quote it)."""
         out = self.names(f"{self.node_name}_{op_type.lower()}")
-        self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=self.names(name), **attrs))
+        self.nodes.append(make_node(op_type, inputs, [out], name=self.names(name), **attrs))
         return out
 
     def const_i64(self, values: Sequence[int], hint: str = "const") -> str:
@@ -86,8 +87,8 @@ class Emitter:
             if self.constants is not None:
                 self.constants[key] = name
             return name
-        self.nodes.append(helper.make_node("Constant", [], [name], name=self.names(f"{self.node_name}/Constant"),
-                                           value=tensor))
+        self.nodes.append(make_node("Constant", [], [name], name=self.names(f"{self.node_name}/Constant"),
+                                    value=tensor))
         return name
 
     # -- op forms --------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from onnx_bcast import schemas
 from onnx_bcast.binding import Bound, Declared, bind, declare
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.known_outputs import serialized_for_inference
 from onnx_bcast.model_walk import NameGenerator, NodeList, node_lists, opset_version
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.static_facts import StaticFacts
@@ -39,7 +40,7 @@ class Rule(Protocol):
     def rewrite(self, emit: Emitter, bound: Bound) -> None: ...
 
 
-Elision = Callable[[GraphProto, set[str], StaticFacts], "ExpandElision"]
+Elision = Callable[[GraphProto, set[str], StaticFacts, list[tuple[str, ...]], bool], "ExpandElision"]
 
 
 @dataclass(frozen=True)
@@ -113,13 +114,44 @@ def _inline_functions_with_our_nodes(model: ModelProto) -> ModelProto:
                                          f"{str(err).strip().splitlines()[0]}") from None
 
 
-def _survey(lists: list[NodeList], names: NameGenerator) -> list[list[tuple[int, Declared]]]:
+@dataclass
+class Survey:
+    """What one walk over every node finds: per container, its nodes of ours declared and each node's inputs; the
+    names read by the other nodes."""
+
+    declared: list[list[tuple[int, Declared]]]
+    inputs: list[list[tuple[str, ...]]]
+    read: set[str]
+    produced: set[str]  # every value a node defines
+    redefined: bool = False  # some value is defined by two nodes (or twice by one)
+
+
+def _survey(lists: list[NodeList], names: NameGenerator) -> Survey:
     """One walk: every name taken, and every node of ours declared (validated before shape inference)."""
-    found = []
+    survey = Survey([], [], set(), set())
+    produced, defined = survey.produced, 0
     for entry in lists:
-        names.reserve(entry.container)
-        found.append([(i, declare(node, i)) for i, node in enumerate(entry.container.node) if node.domain == DOMAIN])
-    return found
+        names.reserve_values(entry.container)
+        found, inputs, taken, read = [], [], set(), survey.read
+        for i, node in enumerate(entry.container.node):
+            ins = tuple(node.input)
+            inputs.append(ins)
+            taken.add(node.name)
+            taken.update(ins)
+            outs = node.output
+            produced.update(outs)
+            defined += len(outs)
+            if node.domain == DOMAIN:
+                found.append((i, declare(node, i)))
+            else:
+                read.update(ins)
+        names.take(taken)
+        survey.declared.append(found)
+        survey.inputs.append(inputs)
+    names.take(produced)
+    survey.redefined = len(produced) != defined  # (also where two optional outputs are left out: that is fine)
+    produced.discard("")
+    return survey
 
 
 def _bound_with_rule(declared: Declared, facts: StaticFacts, in_function: bool, rule_set: RuleSet) -> tuple[Bound,
@@ -141,7 +173,7 @@ def bind_model(model: ModelProto, rule_set: RuleSet) -> list[Bound]:
     schemas.register()
     copy = _working_copy(model, rule_set, None)
     lists = list(node_lists(copy))
-    declared = _survey(lists, NameGenerator())
+    declared = _survey(lists, NameGenerator()).declared
     facts = StaticFacts(copy, raise_broadcast_errors=True)
     return [_bound_with_rule(d, facts, entry.in_function, rule_set)[0]
             for entry, found in zip(lists, declared, strict=True) for _, d in found]
@@ -171,24 +203,32 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
            ) -> Lowered:
     schemas.register()
     copy = _working_copy(model, rule_set, opset, inline)
-    lists = list(node_lists(copy))
+    lists = _node_lists(copy)
     names = NameGenerator()
-    declared = _survey(lists, names)
+    survey = _survey(lists, names)
+    declared = survey.declared
     result = Lowered(copy)
-    facts = StaticFacts(copy, raise_broadcast_errors=True) if any(declared) else StaticFacts.empty()
+    nested = len(lists) != 1 + len(copy.functions)  # subgraphs somewhere
+    facts = StaticFacts.empty()
+    if any(declared):
+        simple = not nested and not survey.redefined  # where our nodes may skip onnx's callbacks
+        serialized = serialized_for_inference(copy, declared[0], survey.inputs[0], survey.produced) if simple \
+            else None
+        facts = StaticFacts(copy, raise_broadcast_errors=True, subgraphs=nested, serialized=serialized)
     model_opset = opset_version(list(copy.opset_import), "")
     domains: set[str] = set()
     freed: set[str] = set()
+    read = set(survey.read)  # by the nodes that stay, and (below) by the new ones and where elision rewires
     done, total = 0, sum(len(found) for found in declared)
     # children first: rewriting a graph copies its nodes, and with them the subgraphs they hold
-    for entry, found in reversed(list(zip(lists, declared, strict=True))):
+    for entry, found, inputs in reversed(list(zip(lists, declared, survey.inputs, strict=True))):
         if not found:
             continue
         container_opset = opset_version(entry.opsets, "") or model_opset
         replacements: dict[int, list[NodeProto]] = {}
         elision = None
         if rule_set.elision is not None and not entry.in_function:
-            elision = rule_set.elision(entry.container, {d.output for _, d in found}, facts)
+            elision = rule_set.elision(entry.container, {d.output for _, d in found}, facts, inputs, nested)
         constants: dict[tuple[int, ...], str] = {}
         for index, decl in found:
             bound, rule = _bound_with_rule(decl, facts, entry.in_function, rule_set)
@@ -201,6 +241,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
                 f" ({bound.spec.mode_attr}={bound.mode})" if bound.mode else "") + f", rule {type(rule).__name__}"
             for node in emit.nodes:  # so that a viewer (Netron) shows where each node came from
                 node.doc_string = doc
+                read.update(node.input)
             replacements[index] = emit.nodes
             done += 1
             if progress is not None and (done % PROGRESS_EVERY == 0 or done == total):
@@ -213,25 +254,47 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
         _replace_nodes(entry.container, replacements)
         if elision is not None:
             elision.finish()
-    _finish_model(copy, freed, domains, model_opset)
+            read |= elision.sources
+    _finish_model(copy, freed, domains, model_opset, None if nested else read)
     return result
+
+
+def _node_lists(model: ModelProto) -> list[NodeList]:
+    """``node_lists(model)``, without walking every node's attributes where the bytes show that no attribute holds
+    a graph (an attribute of type GRAPH or GRAPHS is written with the bytes A0 01 05 or A0 01 0A)."""
+    data = model.SerializeToString()
+    if b"\xa0\x01\x05" in data or b"\xa0\x01\x0a" in data:
+        return list(node_lists(model))
+    return [NodeList(model.graph, list(model.opset_import), False),
+            *(NodeList(f, list(f.opset_import), True) for f in model.functions)]
 
 
 def _replace_nodes(container: GraphProto | FunctionProto, replacements: dict[int, list[NodeProto]]) -> None:
     new_nodes: list[NodeProto] = []
-    for index, node in enumerate(container.node):
-        new_nodes.extend(replacements.get(index, (node,)))
+    nodes, start = container.node, 0
+    for index in sorted(replacements):
+        new_nodes.extend(nodes[start:index])
+        new_nodes.extend(replacements[index])
+        start = index + 1
+    new_nodes.extend(nodes[start:])
     del container.node[:]
     container.node.extend(new_nodes)
 
 
-def _finish_model(model: ModelProto, freed: set[str], domains: set[str], model_opset: int) -> None:
-    """Unused initializers dropped, opset imports fitted to what the nodes now use, IR version loadable."""
-    lists = list(node_lists(model))
-    used = {name for entry in lists for node in entry.container.node for name in node.input}
-    for entry in lists:
-        graph = entry.container
-        if not isinstance(graph, GraphProto) or not freed:
+def _finish_model(model: ModelProto, freed: set[str], domains: set[str], model_opset: int,
+                  used: set[str] | None = None) -> None:
+    """Unused initializers dropped, opset imports fitted to what the nodes now use, IR version loadable.
+
+    ``used``: every name a node reads, where the caller knows them (a model without subgraphs), else walked here.
+    """
+    if used is None:
+        lists = list(node_lists(model))
+        used = {name for entry in lists for node in entry.container.node for name in node.input}
+        graphs = [entry.container for entry in lists if isinstance(entry.container, GraphProto)]
+    else:
+        graphs = [model.graph]
+    for graph in graphs:
+        if not freed:
             continue
         visible = {v.name for v in graph.input} | {v.name for v in graph.output}
         keep = [t for t in graph.initializer if t.name not in freed or t.name in used or t.name in visible]

@@ -74,6 +74,16 @@ class NameGenerator:
             used.add(node.name)
             used.update(node.input)
             used.update(node.output)
+        self.reserve_values(container)
+
+    def take(self, names: set[str]) -> None:
+        """``names`` are taken (a caller that walks the nodes itself gives their names so)."""
+        self._used |= names
+        self._used.discard("")
+
+    def reserve_values(self, container: GraphProto | FunctionProto) -> None:
+        """The names of a container's values (inputs, outputs, value infos, initializers) are taken; not its nodes'."""
+        used = self._used
         if isinstance(container, GraphProto):
             used.update(v.name for v in container.input)
             used.update(v.name for v in container.output)

@@ -163,6 +163,11 @@ def _infer(spec: OpSpec, guarded: bool):
     return infer
 
 
+def inference_function(spec: OpSpec):
+    """The type and shape inference function of ``spec``'s schema in our domain (called with an InferenceContext)."""
+    return _infer(spec, guarded=False)
+
+
 def _display_name(ctx: Any) -> str | None:
     """The node's name as the other paths print it (onnx says ``node Broadcast[onnx_bcast] (name)``)."""
     try:

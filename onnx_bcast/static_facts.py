@@ -51,19 +51,24 @@ class _Lazy(Generic[V]):
 class StaticFacts:
     """Static facts gathered from shape inference: shapes, element types and constant values by name."""
 
-    def __init__(self, model: ModelProto | None = None, raise_broadcast_errors: bool = False) -> None:
-        """With ``raise_broadcast_errors``, a statically invalid node of ours found by inference is raised."""
+    def __init__(self, model: ModelProto | None = None, raise_broadcast_errors: bool = False,
+                 subgraphs: bool = True, serialized: bytes | None = None) -> None:
+        """With ``raise_broadcast_errors``, a statically invalid node of ours found by inference is raised;
+        ``subgraphs=False``: the caller knows that the model has none (no walk to find them); ``serialized``: the
+        bytes to infer instead of ``model`` (``known_outputs.serialized_for_inference``)."""
         self._infos: dict[str, ValueInfoProto] = {}
         self._initializers: dict[str, TensorProto] = {}
         self._graph_inputs: set[str] = set()
         self._constants: dict[str, NodeProto] = {}
+        self._dims: dict[bytes, Dims | None] = {}
         self.shapes: _Lazy[Dims] = _Lazy(self._shape)
         self.types: _Lazy[int] = _Lazy(self._type)
         self.values: _Lazy[np.ndarray] = _Lazy(self._value)
         if model is None:
             return
         try:
-            inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+            inferred = onnx.shape_inference.infer_shapes(serialized or model, check_type=False, strict_mode=False,
+                                                         data_prop=True)
         except BroadcastError:
             if raise_broadcast_errors:
                 raise
@@ -71,8 +76,9 @@ class StaticFacts:
         except Exception as err:  # only a source of facts; callers fall back to run-time forms
             logger.debug("shape inference failed: %s", err)
             inferred = model
-        for entry in node_lists(inferred):
-            graph = entry.container
+        containers = [e.container for e in node_lists(inferred)] if subgraphs else [inferred.graph,
+                                                                                   *inferred.functions]
+        for graph in containers:
             if isinstance(graph, GraphProto):
                 for group in (graph.input, graph.output, graph.value_info):
                     self._infos.update((v.name, v) for v in group)
@@ -95,9 +101,14 @@ class StaticFacts:
             value = self._value(name)
             return None if value is None else tuple(value.shape)
         info = self._infos.get(name)
-        if info is None or not info.type.HasField("tensor_type") or not info.type.tensor_type.HasField("shape"):
+        if info is None:
             return None
-        return tuple(d.dim_value if d.HasField("dim_value") else None for d in info.type.tensor_type.shape.dim)
+        key = info.type.SerializeToString()  # value infos repeat a few types: read each once
+        if key not in self._dims:
+            tensor_type = info.type.tensor_type if info.type.HasField("tensor_type") else None
+            self._dims[key] = None if tensor_type is None or not tensor_type.HasField("shape") else tuple(
+                d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
+        return self._dims[key]
 
     def _type(self, name: str) -> int | None:
         init = self._initializers.get(name)
