@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guards import checked_against_shape
 from onnx_bcast.emitter import Emitter
@@ -29,6 +31,19 @@ def _unsqueeze_expand(emit: Emitter, data: str, axes: list[int], shape: str | No
     emit.expand(aligned, shape, output, static_out)
 
 
+@functools.lru_cache(maxsize=1024)
+def _attributes_problem(shape_attr: tuple, axes_attr: tuple) -> str | None:
+    """What is wrong with a BroadcastV0's ``shape`` and ``broadcast_axes`` (None: nothing); once per pair."""
+    shape = [int(v) for v in shape_attr]
+    axes = [int(a) for a in axes_attr]
+    required = [d for i, d in enumerate(shape) if i not in set(axes)]
+    try:
+        broadcast_v0_shape(required, shape, axes)
+    except BroadcastError as err:
+        return err.detail
+    return None
+
+
 class BroadcastV0Rule:
     """``BroadcastV0(x, shape, axes) -> Expand(Unsqueeze(x, axes), shape)``; ``Identity`` without axes.
 
@@ -44,14 +59,7 @@ class BroadcastV0Rule:
 
     def check(self, bound: Bound) -> str | None:
         """``shape`` and ``broadcast_axes`` are attributes: what they say is checked here, whatever ``arg`` is."""
-        shape = [int(v) for v in bound.attrs["shape"]]
-        axes = [int(a) for a in bound.attrs["broadcast_axes"]]
-        required = [d for i, d in enumerate(shape) if i not in set(axes)]
-        try:
-            broadcast_v0_shape(required, shape, axes)
-        except BroadcastError as err:
-            return err.detail
-        return None
+        return _attributes_problem(tuple(bound.attrs["shape"]), tuple(bound.attrs["broadcast_axes"]))
 
     def rewrite(self, emit: Emitter, bound: Bound) -> None:
         shape = tuple(int(v) for v in bound.attrs["shape"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,7 @@ class Declared:
     inputs: list[str]  # padded to the spec's arity, "" for an absent input
 
     def __post_init__(self) -> None:
+        self.attribute_key: tuple | None = None  # set by ``declare``
         self.op: str = self.node.op_type
         # the broadcast rule: ``mode`` of the broadcasts, ``auto_broadcast`` of the elementwise ops, else ""
         self.mode: str = str(self.attrs.get(self.spec.mode_attr, ""))
@@ -55,8 +57,10 @@ def declare(node: NodeProto, index: int) -> Declared:
     if spec is None:
         raise BroadcastError(node.op_type, "", f"is not an op of domain {DOMAIN!r} "
                                                f"(known: {', '.join(sorted(SPEC_BY_NAME))})", label)
-    declared = Declared(node, spec, label, read_attributes(node, spec, label), padded_inputs(node, spec, label))
-    names = [formal.name for formal in spec.inputs]
+    key = attribute_key(node)
+    declared = Declared(node, spec, label, read_attributes(node, spec, label, key), padded_inputs(node, spec, label))
+    declared.attribute_key = key
+    names = _input_names(spec)
     if declared.mode == "explicit" and "axes_mapping" in names and not declared.inputs[names.index("axes_mapping")]:
         raise declared.fail("axes_mapping is required in explicit mode")  # the ORT form would read absent as []
     return declared
@@ -66,12 +70,18 @@ _READ: dict[tuple, dict[str, Any]] = {}  # (op, each attribute's bytes) -> attri
 _MAX_READ = 4096
 
 
-def read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any]:
+def attribute_key(node: NodeProto) -> tuple:
+    """The node's op type and each attribute's bytes: equal keys, equal attributes."""
+    return (node.op_type, *[a.SerializeToString() for a in node.attribute])
+
+
+def read_attributes(node: NodeProto, spec: OpSpec, label: str, key: tuple | None = None) -> dict[str, Any]:
     """The node's attributes with defaults filled; wrong names, kinds, references and modes are BroadcastErrors.
 
     Models repeat the same attributes node after node: a valid set is read once (a copy is returned).
+    ``key``: ``attribute_key(node)``, where the caller has it.
     """
-    key = (node.op_type, *(a.SerializeToString() for a in node.attribute))
+    key = attribute_key(node) if key is None else key
     attrs = _READ.get(key)
     if attrs is None:
         attrs = _read_attributes(node, spec, label)
@@ -108,13 +118,23 @@ def _read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any
     return attrs
 
 
+@functools.cache
+def _input_names(spec: OpSpec) -> tuple[str, ...]:
+    return tuple(formal.name for formal in spec.inputs)
+
+
+@functools.cache
+def _required_inputs(spec: OpSpec) -> int:
+    return sum(1 for i in spec.inputs if not i.optional)
+
+
 def padded_inputs(node: NodeProto, spec: OpSpec, label: str) -> list[str]:
     """The node's inputs padded to the spec's arity; a wrong count or a missing required input is an error."""
     inputs = list(node.input)
     while inputs and inputs[-1] == "":
         inputs.pop()
-    required = sum(1 for i in spec.inputs if not i.optional)
-    if not required <= len(inputs) <= len(spec.inputs) or any(name == "" for name in inputs[:required]):
+    required = _required_inputs(spec)
+    if not required <= len(inputs) <= len(spec.inputs) or "" in inputs[:required]:
         names = ", ".join(i.name + ("?" if i.optional else "") for i in spec.inputs)
         raise BroadcastError(node.op_type, "", f"takes inputs ({names}), got {len(node.input)}: {list(node.input)}",
                              label)

@@ -113,17 +113,16 @@ def _tensor_type(elem: int, dims: tuple[int, ...]) -> TypeProto:
     return _TYPES[key]
 
 
-def _output_type(node: NodeProto, known: _Known) -> TypeProto | None:
-    """What our callback would set as ``node``'s output type, or None where the node must stay visible."""
-    spec = SPEC_BY_NAME.get(node.op_type)
-    outputs = node.output
-    if spec is None or len(outputs) != 1 or not outputs[0] or outputs[0] in known.taken:
+def _output_type(declared: Declared, known: _Known) -> TypeProto | None:
+    """What our callback would set as the node's output type, or None where the node must stay visible."""
+    node, spec = declared.node, declared.spec
+    if declared.output in known.taken or declared.attribute_key is None:
         return None
     reads_data = _READS_DATA[spec.name]  # the data of no other input is read
     inputs = list(node.input)
     if len(inputs) > len(reads_data):
         return None
-    key = [node.op_type, *(a.SerializeToString() for a in node.attribute)]
+    key = list(declared.attribute_key)  # declared: one output, known op
     types, data = [], []
     for name, reads in zip(inputs, reads_data, strict=False):
         if not name:
@@ -248,7 +247,7 @@ def _hideable(model: ModelProto, ours: list[tuple[int, Declared]], inputs: list[
         output = declared.output
         if first_read.get(output, index + 1) <= index:
             continue  # read before it is defined: onnx knows nothing of it there
-        type_proto = _output_type(declared.node, known)
+        type_proto = _output_type(declared, known)
         if type_proto is not None:
             hidden.append((declared.node, type_proto))
             known.types[output] = type_proto

@@ -12,10 +12,10 @@ from onnx import AttributeProto, TypeProto, helper
 from onnx.defs import OpSchema
 
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.input_keys import static_shape_of, value_key
 from onnx_bcast.ops import OP_SPECS, SPEC_BY_NAME
 from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec, Shape
 from onnx_bcast.ops.elementwise import canonical_rule
-from onnx_bcast.static_facts import small_values
 
 DOMAIN = "onnx_bcast"
 GUARDED_DOMAIN = "onnx_bcast.ort"
@@ -47,15 +47,6 @@ def attribute_value(attr: AttributeProto | None) -> Any:
     if isinstance(value, list):
         return tuple(value)
     return value
-
-
-def _shape_of(type_proto: TypeProto) -> Shape | None:
-    if not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
-        return None
-    dims = type_proto.tensor_type.shape.dim
-    if not all(d.HasField("dim_value") for d in dims):
-        return None
-    return tuple(d.dim_value for d in dims)
 
 
 def _dims(type_proto: TypeProto) -> list[int | str | None] | None:
@@ -150,12 +141,8 @@ def _infer(spec: OpSpec, guarded: bool):
         # only the value inputs' types are read: each read crosses into C++ and copies a proto
         types = [ctx.get_input_type(i) if present[i] and not reads_values[i] else None for i in range(n)]
         elem = types[0].tensor_type.elem_type if types and types[0] is not None else 0
-        shapes = tuple(None if t is None else _shape_of(t) for t in types)
-        values = []
-        for i in range(n):
-            array = small_values(ctx.get_input_data(i)) if present[i] and reads_values[i] else None
-            values.append(None if array is None else (array.dtype.str, tuple(array.reshape(-1).tolist()),
-                                                      array.shape))
+        shapes = tuple(None if t is None else static_shape_of(t) for t in types)
+        values = [value_key(ctx.get_input_data(i)) if present[i] and reads_values[i] else None for i in range(n)]
         out_shape = _memo_static_shape(spec.name, tuple(sorted(attrs.items())), shapes, tuple(values))
         if isinstance(out_shape, BroadcastError):
             raise out_shape.with_node(_display_name(ctx))

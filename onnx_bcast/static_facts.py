@@ -81,8 +81,8 @@ class StaticFacts:
         for graph in containers:
             if isinstance(graph, GraphProto):
                 for group in (graph.input, graph.output, graph.value_info):
-                    self._infos.update((v.name, v) for v in group)
-                self._initializers.update((t.name, t) for t in graph.initializer)
+                    self._infos.update({v.name: v for v in group})
+                self._initializers.update({t.name: t for t in graph.initializer})
                 self._graph_inputs.update(v.name for v in graph.input)
             self._constants.update((n.output[0], n) for n in graph.node
                                    if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and n.output)

@@ -70,7 +70,7 @@ class OpSpec:
     mode_attr: str = "mode"  # the attribute that holds the broadcast rule
     family: str = "broadcast"  # "broadcast" (a Python kernel moves the data) or "elementwise" (a standard op does)
 
-    @property
+    @functools.cached_property
     def value_inputs(self) -> tuple[bool, ...]:
         """Per input: whether its constant values matter statically (the shape-like inputs)."""
         return tuple(i.type_param == "T_SHAPE" for i in self.inputs)

@@ -1,0 +1,157 @@
+"""Hiding nodes of ours from onnx's shape inference (known_outputs) changes no fact and no converted byte."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnx_bcast
+from onnx_bcast import known_outputs, lowering
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.model_walk import NameGenerator
+from onnx_bcast.static_facts import StaticFacts
+from tests.cases import ALL_CASES, Case
+
+OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)]
+
+
+def _i64(name: str, values: list[int] | tuple[int, ...]) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(values, dtype=np.int64).reshape(-1), name)
+
+
+def _case_chain(case: Case, data_shape: list, dtype: int = TensorProto.FLOAT) -> onnx.ModelProto:
+    """The case's node twice in a row (the second on the first's output when it fits, else on the data), then
+    ``Identity``: our outputs are not graph outputs, so they can be hidden."""
+    inputs = ["data", "target"] + (["axes"] if case.axes is not None else [])
+    first = helper.make_node(case.op, inputs, ["mid"], domain="onnx_bcast", name="first", mode=case.mode,
+                             axis=case.axis)
+    second_data = "mid" if case.expected_shape == case.data_shape else "data"
+    second = helper.make_node(case.op, [second_data, *inputs[1:]], ["out"], domain="onnx_bcast", mode=case.mode,
+                              axis=case.axis)
+    inits = [_i64("target", case.target)] + ([_i64("axes", case.axes)] if case.axes is not None else [])
+    graph = helper.make_graph([first, second, helper.make_node("Identity", ["out"], ["y"])], "chain",
+                              [helper.make_tensor_value_info("data", dtype, data_shape)],
+                              [helper.make_tensor_value_info("y", dtype, None)], initializer=inits)
+    return helper.make_model(graph, opset_imports=OPSETS, ir_version=10)
+
+
+def _elementwise_chain(rule: str, a_shape: list, b_shape: list, op: str = "Add") -> onnx.ModelProto:
+    nodes = [helper.make_node(op, ["a", "b"], ["m"], domain="onnx_bcast", auto_broadcast=rule, axis=1),
+             helper.make_node("Relu" if op != "Equal" else "Not", ["m"], ["y"])]
+    graph = helper.make_graph(nodes, "ew", [helper.make_tensor_value_info("a", TensorProto.FLOAT, a_shape),
+                                            helper.make_tensor_value_info("b", TensorProto.FLOAT, b_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.BOOL if op == "Equal" else
+                                                             TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=OPSETS, ir_version=10)
+
+
+def _hidden_and_facts(model: onnx.ModelProto) -> tuple[int, StaticFacts, StaticFacts]:
+    """How many nodes are hidden, and the facts with and without hiding."""
+    lists = lowering._node_lists(model)
+    survey = lowering._survey(lists, NameGenerator())
+    serialized = known_outputs.serialized_for_inference(model, survey.declared[0], survey.inputs[0],
+                                                        survey.produced)
+    hidden = sum(1 for n in onnx.load_from_string(serialized).graph.node if n.domain == known_outputs.HIDDEN_DOMAIN)
+    return hidden, StaticFacts(model, subgraphs=False, serialized=serialized), StaticFacts(model)
+
+
+def _assert_same_facts(model: onnx.ModelProto, fast: StaticFacts, plain: StaticFacts) -> None:
+    names = {n for node in model.graph.node for n in [*node.input, *node.output] if n}
+    for name in sorted(names):
+        for kind in ("shapes", "types", "values"):
+            got, want = getattr(fast, kind).get(name), getattr(plain, kind).get(name)
+            if isinstance(want, np.ndarray):
+                assert isinstance(got, np.ndarray) and got.dtype == want.dtype and np.array_equal(got, want), name
+            else:
+                assert got == want, (name, kind)
+
+
+def _convert_both(model: onnx.ModelProto, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes | str, bytes | str]:
+    """The converted bytes (or the error text) with hiding and without it."""
+    def run() -> bytes | str:
+        try:
+            return onnx_bcast.convert(model).SerializeToString()
+        except BroadcastError as err:
+            return f"BroadcastError: {err}"
+
+    fast = run()
+    with monkeypatch.context() as patch:
+        patch.setattr(lowering, "serialized_for_inference", lambda m, *rest: m.SerializeToString())
+        plain = run()
+    return fast, plain
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "symbolic"])
+@pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c.name)
+def test_a_hidden_node_changes_no_fact_and_no_byte(case: Case, static: bool,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    data_shape = list(case.data_shape) if static else [f"d{i}" for i in range(len(case.data_shape))]
+    model = _case_chain(case, data_shape)
+    try:
+        hidden, fast, plain = _hidden_and_facts(model)
+    except BroadcastError:
+        hidden = None  # invalid: onnx's callback raised it; the conversions below must agree on the message
+    else:
+        _assert_same_facts(model, fast, plain)
+        if case.expected_shape is not None and static:
+            assert hidden >= 1
+    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    assert fast_bytes == plain_bytes
+
+
+@pytest.mark.parametrize(("rule", "a_shape", "b_shape"), [
+    ("numpy", [2, 3, 4], [4]), ("numpy", ["n", 3, 4], [4]), ("numpy", [2, None, 4], [1, 4]),
+    ("pdpd", [2, 3, 4], [3]), ("pdpd", ["n", 3, 4], [3, 1]), ("none", [2, 3], [2, 3]), ("none", [2, 3], [3, 2]),
+    ("pdpd", [2, 3, 4], [5]), ("numpy", None, [4])])
+@pytest.mark.parametrize("op", ["Add", "Equal"])
+def test_elementwise_nodes_too(rule: str, a_shape: list | None, b_shape: list, op: str,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _elementwise_chain(rule, a_shape, b_shape, op)
+    try:
+        _, fast, plain = _hidden_and_facts(model)
+    except BroadcastError:
+        pass
+    else:
+        _assert_same_facts(model, fast, plain)
+    assert _convert_both(model, monkeypatch)[0] == _convert_both(model, monkeypatch)[1]
+
+
+def _two_step(first_input: str, extra: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto] | None = None
+              ) -> onnx.ModelProto:
+    nodes = [*extra,
+             helper.make_node("Broadcast", [first_input, "t"], ["b"], domain="onnx_bcast", mode="numpy"),
+             helper.make_node("Relu", ["b"], ["y"])]
+    graph = helper.make_graph(nodes, "g", inputs or [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[_i64("t", [2, 3])])
+    return helper.make_model(graph, opset_imports=OPSETS, ir_version=10)
+
+
+@pytest.mark.parametrize("name, model, hidden", [
+    ("from a graph input", _two_step("x", []), 1),
+    ("from a standard node", _two_step("r", [helper.make_node("Relu", ["x"], ["r"])]), 0),
+    ("read before it is defined", _two_step("x", [helper.make_node("Relu", ["b"], ["early"])]), 0),
+    ("input redefined by a node", _two_step("x", [helper.make_node("Relu", ["t"], ["x"])]), 0),
+    ("initializer that is also an input", _two_step("x", [], [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+        helper.make_tensor_value_info("t", TensorProto.INT64, [2])]), 1),
+])
+def test_when_a_node_is_hidden(name: str, model: onnx.ModelProto, hidden: int,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    before = model.SerializeToString()
+    count, fast, plain = _hidden_and_facts(model)
+    assert count == hidden
+    assert model.SerializeToString() == before  # the domains are put back
+    _assert_same_facts(model, fast, plain)
+    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    assert fast_bytes == plain_bytes
+
+
+def test_an_invalid_hideable_node_still_fails_with_the_node_named() -> None:
+    model = _two_step("x", [])
+    model.graph.initializer[0].CopyFrom(_i64("t", [2, 4]))  # [3] cannot become [2, 4]
+    with pytest.raises(BroadcastError, match="cannot be broadcast") as caught:
+        onnx_bcast.convert(model)
+    assert "data (3,), target (2, 4)" in str(caught.value)
