@@ -12,11 +12,10 @@ import onnx
 import onnx.inliner
 from onnx import FunctionProto, GraphProto, ModelProto, NodeProto, helper
 
-from onnx_bcast import schemas
+from onnx_bcast import hidden_inference, schemas
 from onnx_bcast.binding import Bound, Declared, bind, declare
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.known_outputs import serialized_for_inference
 from onnx_bcast.model_walk import NameGenerator, NodeList, node_lists, opset_version
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.static_facts import StaticFacts
@@ -210,11 +209,10 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     result = Lowered(copy)
     nested = len(lists) != 1 + len(copy.functions)  # subgraphs somewhere
     facts = StaticFacts.empty()
-    if any(declared):
-        simple = not nested and not survey.redefined  # where our nodes may skip onnx's callbacks
-        serialized = serialized_for_inference(copy, declared[0], survey.inputs[0], survey.produced) if simple \
-            else None
-        facts = StaticFacts(copy, raise_broadcast_errors=True, subgraphs=nested, serialized=serialized)
+    if any(declared) and not nested and not survey.redefined:  # our nodes may skip onnx's callbacks
+        facts = hidden_inference.static_facts(copy, declared[0], survey.inputs[0], survey.produced)
+    elif any(declared):
+        facts = StaticFacts(copy, raise_broadcast_errors=True, subgraphs=nested)
     model_opset = opset_version(list(copy.opset_import), "")
     domains: set[str] = set()
     freed: set[str] = set()

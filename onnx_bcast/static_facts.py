@@ -8,7 +8,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 import onnx
-from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, numpy_helper
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, ValueInfoProto, numpy_helper
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import node_lists
@@ -86,6 +86,11 @@ class StaticFacts:
                 self._graph_inputs.update(v.name for v in graph.input)
             self._constants.update((n.output[0], n) for n in graph.node
                                    if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and n.output)
+
+    def declared_type(self, name: str) -> TypeProto | None:
+        """The type inference gave ``name`` (a graph input's or output's, or a value info's), as onnx wrote it."""
+        info = self._infos.get(name)
+        return None if info is None else info.type
 
     @classmethod
     def empty(cls) -> StaticFacts:

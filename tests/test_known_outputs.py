@@ -1,4 +1,5 @@
-"""Hiding nodes of ours from onnx's shape inference (known_outputs) changes no fact and no converted byte."""
+"""Hiding nodes of ours from onnx's shape inference (known_outputs, hidden_inference) changes no fact and no
+converted byte."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_bcast
-from onnx_bcast import known_outputs, lowering
+from onnx_bcast import hidden_inference, known_outputs, lowering
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import NameGenerator
 from onnx_bcast.static_facts import StaticFacts
@@ -48,13 +49,12 @@ def _elementwise_chain(rule: str, a_shape: list, b_shape: list, op: str = "Add")
 
 
 def _hidden_and_facts(model: onnx.ModelProto) -> tuple[int, StaticFacts, StaticFacts]:
-    """How many nodes are hidden, and the facts with and without hiding."""
+    """How many nodes are hidden (known or assumed inputs), and the facts with and without hiding."""
     lists = lowering._node_lists(model)
     survey = lowering._survey(lists, NameGenerator())
-    serialized = known_outputs.serialized_for_inference(model, survey.declared[0], survey.inputs[0],
-                                                        survey.produced)
-    hidden = sum(1 for n in onnx.load_from_string(serialized).graph.node if n.domain == known_outputs.HIDDEN_DOMAIN)
-    return hidden, StaticFacts(model, subgraphs=False, serialized=serialized), StaticFacts(model)
+    args = (model, survey.declared[0], survey.inputs[0], survey.produced)
+    hidden = len(known_outputs.decide(*args).hidden)
+    return hidden, hidden_inference.static_facts(*args), StaticFacts(model, raise_broadcast_errors=True)
 
 
 def _assert_same_facts(model: onnx.ModelProto, fast: StaticFacts, plain: StaticFacts) -> None:
@@ -78,7 +78,8 @@ def _convert_both(model: onnx.ModelProto, monkeypatch: pytest.MonkeyPatch) -> tu
 
     fast = run()
     with monkeypatch.context() as patch:
-        patch.setattr(lowering, "serialized_for_inference", lambda m, *rest: m.SerializeToString())
+        patch.setattr(hidden_inference, "static_facts",
+                      lambda m, *rest: StaticFacts(m, raise_broadcast_errors=True))
         plain = run()
     return fast, plain
 
@@ -155,3 +156,37 @@ def test_an_invalid_hideable_node_still_fails_with_the_node_named() -> None:
     with pytest.raises(BroadcastError, match="cannot be broadcast") as caught:
         onnx_bcast.convert(model)
     assert "data (3,), target (2, 4)" in str(caught.value)
+
+
+def _chain(n: int, shapes: list[list[int]]) -> onnx.ModelProto:
+    """x -> (Broadcast numpy to shapes[i % len], ReduceMax over axis 0) x n: each Broadcast reads a ReduceMax."""
+    nodes, inits, prev = [], [], "x"
+    for i in range(n):
+        target = shapes[i % len(shapes)]
+        inits.append(_i64(f"t{i}", target))
+        nodes += [helper.make_node("Broadcast", [prev, f"t{i}"], [f"b{i}"], domain="onnx_bcast", mode="numpy"),
+                  helper.make_node("ReduceMax", [f"b{i}"], [f"r{i}"], axes=[0], keepdims=0)]
+        prev = f"r{i}"
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info(prev, TensorProto.FLOAT, None)], initializer=inits)
+    return helper.make_model(graph, opset_imports=OPSETS, ir_version=10)
+
+
+@pytest.mark.parametrize("shapes", [[[3, 4]], [[3, 4], [2, 4]], [[3, 4], [2, 1, 4]], [[3, 4], [2, 3, 4]]],
+                         ids=["repeating", "other targets", "other ranks", "growing"])
+def test_assumed_input_types_are_checked(shapes: list[list[int]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each Broadcast's input comes from a ReduceMax: its type is assumed from the previous Broadcast's, and the
+    run is checked (where a rank grows, the assumption fails and onnx infers again with every callback)."""
+    model = _chain(6, shapes)
+    hidden, fast, plain = _hidden_and_facts(model)
+    assert hidden == (6 if len(shapes) == 1 else 3)  # assumed from the last Broadcast with the same target
+    _assert_same_facts(model, fast, plain)
+    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    assert fast_bytes == plain_bytes
+
+
+def test_an_assumption_that_would_fail_a_node_is_checked_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The assumed [4] meets a target [2, 3] that does not take it: the run without assumptions decides."""
+    model = _chain(3, [[3, 4], [3, 4], [2, 3]])
+    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    assert fast_bytes == plain_bytes
