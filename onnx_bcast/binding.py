@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,15 +49,18 @@ class Declared:
         return BroadcastError(self.op, self.mode, detail, self.label, mode_attr=self.spec.mode_attr)
 
 
-def declare(node: NodeProto, index: int) -> Declared:
-    """Validate a node of ours on its own (op known, attributes, input and output count); no static facts."""
+def declare(node: NodeProto, index: int, inputs: tuple[str, ...] | None = None) -> Declared:
+    """Validate a node of ours on its own (op known, attributes, input and output count); no static facts.
+
+    ``inputs``: the node's inputs, where the caller has read them already."""
     label = node_label(node, index)
     spec = SPEC_BY_NAME.get(node.op_type)
     if spec is None:
         raise BroadcastError(node.op_type, "", f"is not an op of domain {DOMAIN!r} "
                                                f"(known: {', '.join(sorted(SPEC_BY_NAME))})", label)
     key = attribute_key(node)
-    declared = Declared(node, spec, label, read_attributes(node, spec, label, key), padded_inputs(node, spec, label))
+    declared = Declared(node, spec, label, read_attributes(node, spec, label, key),
+                        padded_inputs(node, spec, label, inputs))
     declared.attribute_key = key
     names = _input_names(spec)
     if declared.mode == "explicit" and "axes_mapping" in names and not declared.inputs[names.index("axes_mapping")]:
@@ -118,19 +120,23 @@ def _read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any
     return attrs
 
 
-@functools.cache
+_INPUT_NAMES = {spec.name: tuple(formal.name for formal in spec.inputs) for spec in SPEC_BY_NAME.values()}
+_REQUIRED = {spec.name: sum(1 for i in spec.inputs if not i.optional) for spec in SPEC_BY_NAME.values()}
+
+
 def _input_names(spec: OpSpec) -> tuple[str, ...]:
-    return tuple(formal.name for formal in spec.inputs)
+    names = _INPUT_NAMES.get(spec.name)
+    return names if names is not None else tuple(formal.name for formal in spec.inputs)
 
 
-@functools.cache
 def _required_inputs(spec: OpSpec) -> int:
-    return sum(1 for i in spec.inputs if not i.optional)
+    count = _REQUIRED.get(spec.name)
+    return count if count is not None else sum(1 for i in spec.inputs if not i.optional)
 
 
-def padded_inputs(node: NodeProto, spec: OpSpec, label: str) -> list[str]:
+def padded_inputs(node: NodeProto, spec: OpSpec, label: str, given: tuple[str, ...] | None = None) -> list[str]:
     """The node's inputs padded to the spec's arity; a wrong count or a missing required input is an error."""
-    inputs = list(node.input)
+    inputs = list(node.input if given is None else given)
     while inputs and inputs[-1] == "":
         inputs.pop()
     required = _required_inputs(spec)
@@ -138,9 +144,14 @@ def padded_inputs(node: NodeProto, spec: OpSpec, label: str) -> list[str]:
         names = ", ".join(i.name + ("?" if i.optional else "") for i in spec.inputs)
         raise BroadcastError(node.op_type, "", f"takes inputs ({names}), got {len(node.input)}: {list(node.input)}",
                              label)
-    if len(node.output) != 1 or node.output[0] == "":
-        raise BroadcastError(node.op_type, "", f"has exactly one output, got {list(node.output)}", label)
+    outputs = node.output
+    if len(outputs) != 1 or outputs[0] == "":
+        raise BroadcastError(node.op_type, "", f"has exactly one output, got {list(outputs)}", label)
     return inputs + [""] * (len(spec.inputs) - len(inputs))
+
+
+_INTS: dict[int, tuple[Any, tuple[int, ...]]] = {}  # id(constant) -> (the constant, its values as ints)
+_MAX_INTS = 4096
 
 
 @dataclass
@@ -169,10 +180,12 @@ class Bound(Declared):
         value = self.values[i]
         if value is None:
             return None
-        memo = self.__dict__.setdefault("_ints", {})  # rules ask several times; values never change
-        if i not in memo:
-            memo[i] = tuple(int(v) for v in np.asarray(value).reshape(-1).tolist())
-        return memo[i]
+        entry = _INTS.get(id(value))  # nodes share constants, and rules ask several times
+        if entry is None or entry[0] is not value:
+            if len(_INTS) >= _MAX_INTS:
+                _INTS.clear()
+            entry = _INTS[id(value)] = (value, tuple(int(v) for v in np.asarray(value).reshape(-1).tolist()))
+        return entry[1]
 
     def length(self, i: int) -> int | None:
         """The length of 1-D input ``i`` (from its value or its shape)."""
@@ -191,13 +204,14 @@ def bind(declared: Declared, facts: StaticFacts, in_function: bool = False) -> B
     per call site)."""
     names = declared.inputs
     reads = declared.spec.value_inputs  # only shape-like inputs' values matter: data values are never read
-    values = [facts.values.get(n) if n and r else None for n, r in zip(names, reads, strict=True)]
+    value_of, shape_of, type_of = facts.values.get, facts.shapes.get, facts.types.get
+    values = [value_of(n) if n and r else None for n, r in zip(names, reads, strict=True)]
     if in_function:
         shapes: list[Dims | None] = [None] * len(names)
         types: list[int | None] = [None] * len(names)
     else:
-        shapes = [facts.shapes.get(n) if n else None for n in names]
-        types = [facts.types.get(n) if n else None for n in names]
+        shapes = [shape_of(n) if n else None for n in names]
+        types = [type_of(n) if n else None for n in names]
     _check_shape_inputs(declared, types, shapes)
     inferred = None if in_function else facts.shapes.get(declared.output)
     out_shape = _static_output(declared, shapes, values, inferred)

@@ -88,20 +88,40 @@ class _Known:
         self.data = initializers
         self.types: dict[str, TypeProto] = {}
         inputs = {v.name for v in graph.input}
-        for name, tensor in initializers.items():
-            if name not in inputs and name not in declared and name not in sparse and model.ir_version >= 4:
-                self.types[name] = helper.make_tensor_type_proto(tensor.data_type, tuple(tensor.dims))
         for v in graph.input:
             if v.HasField("type") and v.name not in declared and v.name not in sparse:
                 self.types[v.name] = v.type
         for name in produced.intersection(self.types):  # a node redefines it: onnx merges the types
             del self.types[name]
+        # an initializer's type is made when asked for (few are: shape-like inputs need none)
+        self.typed_initializers = model.ir_version >= 4
+        self.untyped = inputs | declared | sparse | produced
+        self._initializer_types: dict[tuple[int, tuple[int, ...]], TypeProto] = {}
         self.defined = produced
         self.assume = True
         self.taken = declared | inputs | set(initializers) | sparse  # an output named so would be merged
         self.memo: dict[tuple, TypeProto | None] = {}
         self.last: dict[tuple, list[TypeProto | None]] = {}  # (attributes, constants) -> the last input types
         self._bytes: dict[int, tuple[TypeProto, bytes]] = {}
+        self._data_keys: dict[str, tuple | bytes] = {}
+
+    def type_of(self, name: str) -> TypeProto | None:
+        """The type onnx starts with for ``name``: a graph input's, an initializer's, a hidden output's."""
+        type_proto = self.types.get(name)
+        if type_proto is None and self.typed_initializers and name in self.data and name not in self.untyped:
+            tensor = self.data[name]
+            key = (tensor.data_type, tuple(tensor.dims))
+            if key not in self._initializer_types:
+                self._initializer_types[key] = helper.make_tensor_type_proto(*key)
+            type_proto = self.types[name] = self._initializer_types[key]
+        return type_proto
+
+    def data_key(self, name: str, tensor: TensorProto) -> tuple | bytes:
+        """``_data_key(tensor)`` of the initializer ``name``, once."""
+        key = self._data_keys.get(name)
+        if key is None:
+            key = self._data_keys[name] = _data_key(tensor)
+        return key
 
     def type_key(self, type_proto: TypeProto) -> bytes:
         """The type's bytes (kept per object: the objects here live as long as this)."""
@@ -127,16 +147,21 @@ def _output_type(declared: Declared, known: _Known, decision: Decision) -> TypeP
         return None
     reads_data = _READS_DATA[spec.name]  # only these inputs' data is read, and only the others' types
     data: list[TensorProto | None] = []
+    keys: list = [declared.attribute_key]
     for name, reads in zip(inputs, reads_data, strict=True):
-        if reads and name and name not in known.data and name in known.defined:
-            return None  # maybe a Constant node's output, whose value onnx passes on: leave it to onnx
-        data.append(known.data.get(name) if reads and name else None)
-    shape_key = (declared.attribute_key, *(_data_key(t) if t is not None else n == "" for n, t in zip(
-        inputs, data, strict=True)))
+        tensor = known.data.get(name) if reads and name else None
+        if tensor is None:
+            if reads and name and name in known.defined:
+                return None  # maybe a Constant node's output, whose value onnx passes on: leave it to onnx
+            keys.append(name == "")
+        else:
+            keys.append(known.data_key(name, tensor))
+        data.append(tensor)
+    shape_key = tuple(keys)
     types: list[TypeProto | None] = []
     assumed: dict[str, bytes] = {}
     for i, (name, reads) in enumerate(zip(inputs, reads_data, strict=True)):
-        type_proto = known.types.get(name) if name and not reads else None
+        type_proto = known.type_of(name) if name and not reads else None
         if type_proto is None and name and not reads:
             previous = known.last.get(shape_key) if known.assume and name in known.defined else None
             type_proto = previous[i] if previous is not None else None

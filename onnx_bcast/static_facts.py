@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import onnx
@@ -34,6 +34,9 @@ def small_values(tensor: TensorProto | None) -> np.ndarray | None:
     return numpy_helper.to_array(tensor)
 
 
+_UNREAD: Any = object()
+
+
 class _Lazy(Generic[V]):
     """A read-only name -> fact lookup that reads each fact from its proto on first use."""
 
@@ -42,9 +45,9 @@ class _Lazy(Generic[V]):
         self._memo: dict[str, V | None] = {}
 
     def get(self, name: str, default: V | None = None) -> V | None:
-        if name not in self._memo:
-            self._memo[name] = self._read(name)
-        value = self._memo[name]
+        value = self._memo.get(name, _UNREAD)
+        if value is _UNREAD:
+            value = self._memo[name] = self._read(name)
         return default if value is None else value
 
 
