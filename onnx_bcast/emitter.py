@@ -22,8 +22,11 @@ class Emitter:
     """Collects the nodes (and initializers) that replace one onnx_bcast node."""
 
     def __init__(self, names: NameGenerator, opset: int, node_name: str, op: str, mode: str,
-                 allow_initializers: bool, final_name: str | None = None, mode_attr: str = "mode") -> None:
+                 allow_initializers: bool, final_name: str | None = None, mode_attr: str = "mode",
+                 doc: str | None = None) -> None:
         self.names = names
+        self.doc = doc  # every node's doc_string
+        self.reads: set[str] = set()  # the values the nodes read
         self.final_name = node_name if final_name is None else final_name  # "" keeps an unnamed node unnamed
         self.opset = opset
         self.node_name = node_name
@@ -64,7 +67,9 @@ class Emitter:
             self.final_name_used = True
         else:
             name = self.names(f"{self.node_name}/{op_type}")
-        self.nodes.append(make_node(op_type, inputs, outs, name=name, domain=domain or None, **attrs))
+        self.nodes.append(make_node(op_type, inputs, outs, name=name, domain=domain or None, doc_string=self.doc,
+                                    **attrs))
+        self.reads.update(inputs)
         if domain:
             self.domains.add(domain)
         return outs
@@ -72,7 +77,8 @@ class Emitter:
     def named(self, op_type: str, inputs: Sequence[str], name: str, **attrs) -> str:
         """A standard node under a name of its own (a guard's name states its rule; runtimes quote it)."""
         out = self.names(f"{self.node_name}_{op_type.lower()}")
-        self.nodes.append(make_node(op_type, inputs, [out], name=self.names(name), **attrs))
+        self.nodes.append(make_node(op_type, inputs, [out], name=self.names(name), doc_string=self.doc, **attrs))
+        self.reads.update(inputs)
         return out
 
     def const_i64(self, values: Sequence[int], hint: str = "const") -> str:
@@ -88,7 +94,7 @@ class Emitter:
                 self.constants[key] = name
             return name
         self.nodes.append(make_node("Constant", [], [name], name=self.names(f"{self.node_name}/Constant"),
-                                    value=tensor))
+                                    doc_string=self.doc, value=tensor))
         return name
 
     # -- op forms --------------------------------------------------------------------------------------------

@@ -83,7 +83,8 @@ def _varint(n: int) -> bytes:
 
 def _field(tag: int, payload: bytes) -> bytes:
     """One length-delimited protobuf field (``tag`` is ``number << 3 | 2``)."""
-    return bytes((tag,)) + _varint(len(payload)) + payload
+    size = len(payload)
+    return bytes((tag, size)) + payload if size < 0x80 else bytes((tag,)) + _varint(size) + payload
 
 
 def _appended(hidden: list[tuple[NodeProto, TypeProto]]) -> bytes:

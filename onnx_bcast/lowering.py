@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -15,12 +13,13 @@ import onnx.inliner
 from onnx import FunctionProto, GraphProto, ModelProto, NodeProto, helper
 
 from onnx_bcast import hidden_inference, schemas
-from onnx_bcast.binding import Bound, Declared, bind, declare
+from onnx_bcast.binding import Bound, Declared, bind
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.model_walk import NameGenerator, NodeList, node_lists, opset_version
+from onnx_bcast.model_walk import NameGenerator, node_lists, opset_version
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.static_facts import StaticFacts
+from onnx_bcast.survey import no_cycle_collection, survey_nodes, walked_node_lists
 
 if TYPE_CHECKING:
     from onnx_bcast.converters.expand_elision import ExpandElision
@@ -115,46 +114,6 @@ def _inline_functions_with_our_nodes(model: ModelProto) -> ModelProto:
                                          f"{str(err).strip().splitlines()[0]}") from None
 
 
-@dataclass
-class Survey:
-    """What one walk over every node finds: per container, its nodes of ours declared and each node's inputs; the
-    names read by the other nodes."""
-
-    declared: list[list[tuple[int, Declared]]]
-    inputs: list[list[tuple[str, ...]]]
-    read: set[str]
-    produced: set[str]  # every value a node defines
-    redefined: bool = False  # some value is defined by two nodes (or twice by one)
-
-
-def _survey(lists: list[NodeList], names: NameGenerator) -> Survey:
-    """One walk: every name taken, and every node of ours declared (validated before shape inference)."""
-    survey = Survey([], [], set(), set())
-    produced, defined = survey.produced, 0
-    for entry in lists:
-        names.reserve_values(entry.container)
-        found, inputs, taken, read = [], [], set(), survey.read
-        for i, node in enumerate(entry.container.node):
-            ins = tuple(node.input)
-            inputs.append(ins)
-            taken.add(node.name)
-            taken.update(ins)
-            outs = node.output
-            produced.update(outs)
-            defined += len(outs)
-            if node.domain == DOMAIN:
-                found.append((i, declare(node, i, ins)))
-            else:
-                read.update(ins)
-        names.take(taken)
-        survey.declared.append(found)
-        survey.inputs.append(inputs)
-    names.take(produced)
-    survey.redefined = len(produced) != defined  # (also where two optional outputs are left out: that is fine)
-    produced.discard("")
-    return survey
-
-
 def _bound_with_rule(declared: Declared, facts: StaticFacts, in_function: bool, rule_set: RuleSet) -> tuple[Bound,
                                                                                                             Rule]:
     try:
@@ -174,7 +133,7 @@ def bind_model(model: ModelProto, rule_set: RuleSet) -> list[Bound]:
     schemas.register()
     copy = _working_copy(model, rule_set, None)
     lists = list(node_lists(copy))
-    declared = _survey(lists, NameGenerator()).declared
+    declared = survey_nodes(lists, NameGenerator()).declared
     facts = StaticFacts(copy, raise_broadcast_errors=True)
     return [_bound_with_rule(d, facts, entry.in_function, rule_set)[0]
             for entry, found in zip(lists, declared, strict=True) for _, d in found]
@@ -191,7 +150,7 @@ def lower(model: ModelProto, rule_set: RuleSet, *, opset: int | None = None, pro
     A function whose nodes of ours cannot be rewritten without knowing its values (pdpd needs ranks, say) is
     inlined at its call sites, where shape inference knows them, and the pass runs again.
     """
-    with _no_cycle_collection():  # many small objects, few cycles: collecting as it goes costs 10-15%
+    with no_cycle_collection():  # many small objects, few cycles: collecting as it goes costs 10-15%
         try:
             return _lower(model, rule_set, opset, False, progress)
         except BroadcastError as err:
@@ -201,25 +160,13 @@ def lower(model: ModelProto, rule_set: RuleSet, *, opset: int | None = None, pro
         return _lower(model, rule_set, opset, True, progress)
 
 
-@contextlib.contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Python's cyclic garbage collector paused (if it ran), and resumed afterwards."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool, progress: Progress | None
            ) -> Lowered:
     schemas.register()
     copy = _working_copy(model, rule_set, opset, inline)
-    lists = _node_lists(copy)
+    lists = walked_node_lists(copy)
     names = NameGenerator()
-    survey = _survey(lists, names)
+    survey = survey_nodes(lists, names)
     declared = survey.declared
     result = Lowered(copy)
     nested = len(lists) != 1 + len(copy.functions)  # subgraphs somewhere
@@ -245,16 +192,15 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
         constants: dict[tuple[int, ...], str] = {}
         for index, decl in found:
             bound, rule = _bound_with_rule(decl, facts, entry.in_function, rule_set)
-            emit = Emitter(names, container_opset, bound.label, bound.op, bound.mode,
-                           allow_initializers=not entry.in_function, final_name=bound.node.name,
-                           mode_attr=bound.spec.mode_attr)
-            emit.elision, emit.constants = elision, constants
-            rule.rewrite(emit, bound)
+            # each node's doc_string says where it came from (a viewer such as Netron shows it)
             doc = f"onnx-bcast: from {bound.op} node '{bound.label}'" + (
                 f" ({bound.spec.mode_attr}={bound.mode})" if bound.mode else "") + f", rule {type(rule).__name__}"
-            for node in emit.nodes:  # so that a viewer (Netron) shows where each node came from
-                node.doc_string = doc
-                read.update(node.input)
+            emit = Emitter(names, container_opset, bound.label, bound.op, bound.mode,
+                           allow_initializers=not entry.in_function, final_name=bound.node.name,
+                           mode_attr=bound.spec.mode_attr, doc=doc)
+            emit.elision, emit.constants = elision, constants
+            rule.rewrite(emit, bound)
+            read |= emit.reads
             replacements[index] = emit.nodes
             done += 1
             if progress is not None and (done % PROGRESS_EVERY == 0 or done == total):
@@ -271,16 +217,6 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     freed.discard("")
     _finish_model(copy, freed, domains, model_opset, None if nested else read)
     return result
-
-
-def _node_lists(model: ModelProto) -> list[NodeList]:
-    """``node_lists(model)``, without walking every node's attributes where the bytes show that no attribute holds
-    a graph (an attribute of type GRAPH or GRAPHS is written with the bytes A0 01 05 or A0 01 0A)."""
-    data = model.SerializeToString()
-    if b"\xa0\x01\x05" in data or b"\xa0\x01\x0a" in data:
-        return list(node_lists(model))
-    return [NodeList(model.graph, list(model.opset_import), False),
-            *(NodeList(f, list(f.opset_import), True) for f in model.functions)]
 
 
 def _replace_nodes(container: GraphProto | FunctionProto, replacements: dict[int, list[NodeProto]]) -> None:

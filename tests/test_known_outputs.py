@@ -9,10 +9,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_bcast
-from onnx_bcast import hidden_inference, known_outputs, lowering
+from onnx_bcast import hidden_inference, known_outputs
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import NameGenerator
 from onnx_bcast.static_facts import StaticFacts
+from onnx_bcast.survey import survey_nodes, walked_node_lists
 from tests.cases import ALL_CASES, Case
 
 OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)]
@@ -50,8 +51,8 @@ def _elementwise_chain(rule: str, a_shape: list, b_shape: list, op: str = "Add")
 
 def _hidden_and_facts(model: onnx.ModelProto) -> tuple[int, StaticFacts, StaticFacts]:
     """How many nodes are hidden (known or assumed inputs), and the facts with and without hiding."""
-    lists = lowering._node_lists(model)
-    survey = lowering._survey(lists, NameGenerator())
+    lists = walked_node_lists(model)
+    survey = survey_nodes(lists, NameGenerator())
     args = (model, survey.declared[0], survey.inputs[0], survey.produced)
     hidden = len(known_outputs.decide(*args).hidden)
     return hidden, hidden_inference.static_facts(*args), StaticFacts(model, raise_broadcast_errors=True)

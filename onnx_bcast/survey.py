@@ -1,0 +1,77 @@
+"""The lowering's walks: one over every node (names, inputs, definitions, our nodes declared), the node lists
+without an attribute walk where the bytes show no subgraph, and the collector paused while the pass runs."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from onnx import ModelProto
+
+from onnx_bcast.binding import Declared, declare
+from onnx_bcast.model_walk import NameGenerator, NodeList, node_lists
+from onnx_bcast.schemas import DOMAIN
+
+
+@dataclass
+class Survey:
+    """What one walk over every node finds: per container, its nodes of ours declared and each node's inputs; the
+    names read by the other nodes."""
+
+    declared: list[list[tuple[int, Declared]]]
+    inputs: list[list[tuple[str, ...]]]
+    read: set[str]
+    produced: set[str]  # every value a node defines
+    redefined: bool = False  # some value is defined by two nodes (or twice by one)
+
+
+def survey_nodes(lists: list[NodeList], names: NameGenerator) -> Survey:
+    """One walk: every name taken, and every node of ours declared (validated before shape inference)."""
+    survey = Survey([], [], set(), set())
+    produced, defined = survey.produced, 0
+    for entry in lists:
+        names.reserve_values(entry.container)
+        found, inputs, taken, read = [], [], set(), survey.read
+        for i, node in enumerate(entry.container.node):
+            ins = tuple(node.input)
+            inputs.append(ins)
+            taken.add(node.name)
+            taken.update(ins)
+            outs = node.output
+            produced.update(outs)
+            defined += len(outs)
+            if node.domain == DOMAIN:
+                found.append((i, declare(node, i, ins)))
+            else:
+                read.update(ins)
+        names.take(taken)
+        survey.declared.append(found)
+        survey.inputs.append(inputs)
+    names.take(produced)
+    survey.redefined = len(produced) != defined  # (also where two optional outputs are left out: that is fine)
+    produced.discard("")
+    return survey
+
+
+def walked_node_lists(model: ModelProto) -> list[NodeList]:
+    """``node_lists(model)``, without walking every node's attributes where the bytes show that no attribute holds
+    a graph (an attribute of type GRAPH or GRAPHS is written with the bytes A0 01 05 or A0 01 0A)."""
+    data = model.SerializeToString()
+    if b"\xa0\x01\x05" in data or b"\xa0\x01\x0a" in data:
+        return list(node_lists(model))
+    return [NodeList(model.graph, list(model.opset_import), False),
+            *(NodeList(f, list(f.opset_import), True) for f in model.functions)]
+
+
+@contextlib.contextmanager
+def no_cycle_collection() -> Iterator[None]:
+    """Python's cyclic garbage collector paused (if it ran), and resumed afterwards."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
