@@ -191,3 +191,34 @@ def test_an_assumption_that_would_fail_a_node_is_checked_too(monkeypatch: pytest
     model = _chain(3, [[3, 4], [3, 4], [2, 3]])
     fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
     assert fast_bytes == plain_bytes
+
+
+def _nested_model() -> onnx.ModelProto:
+    """An If whose branches hold a Loop body, and a local function: containers at every depth."""
+    body = helper.make_graph([helper.make_node("Identity", ["c"], ["c_out"]),
+                              helper.make_node("Broadcast", ["x", "t"], ["inner"], domain="onnx_bcast")],
+                             "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                                      helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                             [helper.make_tensor_value_info("c_out", TensorProto.BOOL, [])])
+    loop = helper.make_node("Loop", ["", "cond"], [], body=body)
+    then = helper.make_graph([loop, helper.make_node("Identity", ["x"], ["y_then"])], "then", [],
+                             [helper.make_tensor_value_info("y_then", TensorProto.FLOAT, None)])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["y_else"])], "else", [],
+                              [helper.make_tensor_value_info("y_else", TensorProto.FLOAT, None)])
+    graph = helper.make_graph([helper.make_node("If", ["cond"], ["y"], then_branch=then, else_branch=other)], "g",
+                              [helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+                               helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[_i64("t", [2, 3])])
+    function = helper.make_function("local", "f", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
+                                    [helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=OPSETS, ir_version=10, functions=[function])
+
+
+@pytest.mark.parametrize("model", [_nested_model(), _two_step("x", []), _chain(3, [[3, 4]])],
+                         ids=["nested", "flat", "chain"])
+def test_walked_node_lists_equal_node_lists(model: onnx.ModelProto) -> None:
+    from onnx_bcast.model_walk import node_lists
+
+    walked = [(e.container.SerializeToString(), e.in_function) for e in walked_node_lists(model)]
+    assert walked == [(e.container.SerializeToString(), e.in_function) for e in node_lists(model)]
