@@ -54,7 +54,10 @@ class ExpandElision:
         users = self.consumers.get(output)
         if not users or output in self.protected:
             return False
-        return all(self._keeps_shape(user, output, out_shape) for user in users)
+        for user in users:
+            if not self._keeps_shape(user, output, out_shape):
+                return False
+        return True
 
     def rewire(self, output: str, source: str) -> None:
         """The consumers of ``output`` read ``source`` instead (the Expand's input)."""
@@ -80,7 +83,7 @@ class ExpandElision:
             return False
         for name in others:
             shape = self.facts.shapes.get(name)
-            if shape is None or any(d is None for d in shape):
+            if shape is None or None in shape:
                 return False
             if not _broadcast_keeps(tuple(shape), out_shape):
                 return False
@@ -92,4 +95,7 @@ def _broadcast_keeps(shape: tuple[int, ...], other: tuple[int, ...]) -> bool:
     ``np.broadcast_shapes(shape, other) == shape`` without its cost)."""
     if len(other) > len(shape):
         return False
-    return all(b == 1 or b == a for a, b in zip(shape[len(shape) - len(other):], other, strict=True))
+    for a, b in zip(shape[len(shape) - len(other):], other, strict=True):
+        if b != 1 and b != a:
+            return False
+    return True

@@ -167,7 +167,7 @@ class Bound(Declared):
     def static_shape(self, i: int) -> tuple[int, ...] | None:
         """Input ``i``'s shape when every dim is known."""
         dims = self.shapes[i]
-        if dims is None or any(d is None for d in dims):
+        if dims is None or None in dims:
             return None
         return tuple(int(d) for d in dims)
 
@@ -222,7 +222,7 @@ def bind(declared: Declared, facts: StaticFacts, in_function: bool = False) -> B
 def _check_shape_inputs(declared: Declared, types: list[int | None], shapes: list[Dims | None]) -> None:
     """Shape-like inputs (target_shape, axes, ...) whose type or rank is known must be 1-D integer tensors."""
     for formal, name, elem, dims in zip(declared.spec.inputs, declared.inputs, types, shapes, strict=True):
-        if formal.type_param != "T_SHAPE" or not name:
+        if not name or formal.type_param != "T_SHAPE":
             continue
         if elem is not None and elem not in INTEGER_TYPES:
             raise BroadcastError(declared.op, "", f"{formal.name} must be an integer tensor, got "
@@ -239,12 +239,12 @@ def _static_output(declared: Declared, shapes: list[Dims | None], values: list[n
     not proof: under none/pdpd the schema gives A's shape while B's may be unknown, so only both operands' shapes
     validate it.
     """
-    if inferred is not None and all(d is not None for d in inferred) and declared.spec.family != "elementwise":
+    if inferred is not None and None not in inferred and declared.spec.family != "elementwise":
         return tuple(int(d) for d in inferred)
     present = len(declared.inputs)
     while present and not declared.inputs[present - 1]:  # absent trailing optional inputs are not inputs
         present -= 1
-    static = [None if s is None or any(d is None for d in s) else tuple(int(d) for d in s) for s in shapes[:present]]
+    static = [None if s is None or None in s else tuple(int(d) for d in s) for s in shapes[:present]]
     try:
         return declared.spec.static_shape(static, list(values[:present]), declared.attrs)
     except BroadcastError as err:

@@ -28,10 +28,22 @@ def small_values(tensor: TensorProto | None) -> np.ndarray | None:
     fast = _FAST_INTS.get(tensor.data_type)
     if fast is not None and not tensor.external_data:
         dtype, field = fast
-        flat = np.frombuffer(tensor.raw_data, dtype=dtype) if tensor.raw_data else np.asarray(getattr(tensor, field),
-                                                                                              dtype=dtype)
-        return flat.reshape(tuple(tensor.dims))
+        raw = tensor.raw_data
+        if not raw:
+            return np.asarray(getattr(tensor, field), dtype=dtype).reshape(tuple(tensor.dims))
+        key = (tensor.data_type, tuple(tensor.dims), raw)  # models repeat one target shape under many names
+        shared = _SHARED.get(key)
+        if shared is None:
+            shared = np.frombuffer(raw, dtype=dtype).reshape(key[1])  # read-only: safe to share
+            if len(raw) <= 512:
+                if len(_SHARED) >= 4096:
+                    _SHARED.clear()
+                _SHARED[key] = shared
+        return shared
     return numpy_helper.to_array(tensor)
+
+
+_SHARED: dict[tuple, np.ndarray] = {}  # small raw int constants by (type, dims, bytes)
 
 
 _UNREAD: Any = object()
