@@ -220,8 +220,12 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
 
 
 def _replace_nodes(container: GraphProto | FunctionProto, replacements: dict[int, list[NodeProto]]) -> None:
-    new_nodes: list[NodeProto] = []
     nodes, start = container.node, 0
+    if all(len(nodes_in) == 1 for nodes_in in replacements.values()):  # one for one: each in its place
+        for index, (node,) in replacements.items():
+            nodes[index].CopyFrom(node)
+        return
+    new_nodes: list[NodeProto] = []
     for index in sorted(replacements):
         new_nodes.extend(nodes[start:index])
         new_nodes.extend(replacements[index])
