@@ -39,7 +39,7 @@ class Declared:
 
     def __post_init__(self) -> None:
         self.attribute_key: tuple | None = None  # set by ``declare``
-        self.op: str = self.node.op_type
+        self.op: str = self.spec.name  # the node's op_type (specs are found by it)
         # the broadcast rule: ``mode`` of the broadcasts, ``auto_broadcast`` of the elementwise ops, else ""
         self.mode: str = str(self.attrs.get(self.spec.mode_attr, ""))
         self.output: str = self.node.output[0]

@@ -161,8 +161,12 @@ def _output_type(declared: Declared, known: _Known, decision: Decision) -> TypeP
     types: list[TypeProto | None] = []
     assumed: dict[str, bytes] = {}
     for i, (name, reads) in enumerate(zip(inputs, reads_data, strict=True)):
-        type_proto = known.type_of(name) if name and not reads else None
-        if type_proto is None and name and not reads:
+        if not name or reads:
+            types.append(None)
+            keys.append(None)
+            continue
+        type_proto = known.type_of(name)
+        if type_proto is None:
             previous = known.last.get(shape_key) if known.assume and name in known.defined else None
             type_proto = previous[i] if previous is not None else None
             if type_proto is None:
@@ -171,8 +175,9 @@ def _output_type(declared: Declared, known: _Known, decision: Decision) -> TypeP
             if decision.assumed.get(name, assumed[name]) != assumed[name]:
                 return None  # assumed otherwise before
         types.append(type_proto)
+        keys.append(known.type_key(type_proto))
     known.last[shape_key] = types
-    memo_key = (shape_key, *(None if t is None else known.type_key(t) for t in types))
+    memo_key = tuple(keys)  # the shape key, then each input's type
     if memo_key not in known.memo:
         known.memo[memo_key] = _infer(spec, declared.node, inputs, types, data)
     if known.memo[memo_key] is not None:

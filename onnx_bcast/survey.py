@@ -30,25 +30,30 @@ class Survey:
 def survey_nodes(lists: list[NodeList], names: NameGenerator) -> Survey:
     """One walk: every name taken, and every node of ours declared (validated before shape inference)."""
     survey = Survey([], [], set(), set())
-    produced, defined = survey.produced, 0
+    produced, defined, read = survey.produced, 0, survey.read
+    taken: set[str] = set()  # node names, and what our nodes read (the others' reads are in ``read``)
+    add_name, add_read, add_produced = taken.add, read.update, produced.update
     for entry in lists:
         names.reserve_values(entry.container)
-        found, inputs, taken, read = [], [], set(), survey.read
+        found: list[tuple[int, Declared]] = []
+        inputs: list[tuple[str, ...]] = []
+        add_inputs = inputs.append
         for i, node in enumerate(entry.container.node):
             ins = tuple(node.input)
-            inputs.append(ins)
-            taken.add(node.name)
-            taken.update(ins)
+            add_inputs(ins)
+            add_name(node.name)
             outs = node.output
-            produced.update(outs)
+            add_produced(outs)
             defined += len(outs)
             if node.domain == DOMAIN:
+                taken.update(ins)
                 found.append((i, declare(node, i, ins)))
             else:
-                read.update(ins)
-        names.take(taken)
+                add_read(ins)
         survey.declared.append(found)
         survey.inputs.append(inputs)
+    names.take(taken)
+    names.take(read)
     names.take(produced)
     survey.redefined = len(produced) != defined  # (also where two optional outputs are left out: that is fine)
     produced.discard("")
