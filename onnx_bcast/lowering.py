@@ -251,8 +251,14 @@ def _finish_model(model: ModelProto, freed: set[str], domains: set[str], model_o
         if not freed:
             continue
         visible = {v.name for v in graph.input} | {v.name for v in graph.output}
-        keep = [t for t in graph.initializer if t.name not in freed or t.name in used or t.name in visible]
-        if len(keep) != len(graph.initializer):
+        drop = [i for i, t in enumerate(graph.initializer)
+                if t.name in freed and t.name not in used and t.name not in visible]
+        if len(drop) <= 64:  # a few: deleted where they are (rebuilding the list copies every tensor)
+            for i in reversed(drop):
+                del graph.initializer[i]
+        else:
+            dropped = set(drop)
+            keep = [t for i, t in enumerate(graph.initializer) if i not in dropped]
             del graph.initializer[:]
             graph.initializer.extend(keep)
     for opsets in [model.opset_import, *(f.opset_import for f in model.functions)]:
