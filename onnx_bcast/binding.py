@@ -204,14 +204,12 @@ def bind(declared: Declared, facts: StaticFacts, in_function: bool = False) -> B
     per call site)."""
     names = declared.inputs
     reads = declared.spec.value_inputs  # only shape-like inputs' values matter: data values are never read
-    value_of, shape_of, type_of = facts.values.get, facts.shapes.get, facts.types.get
-    values = [value_of(n) if n and r else None for n, r in zip(names, reads, strict=True)]
     if in_function:
+        values = [facts.values.get(n) if n and r else None for n, r in zip(names, reads, strict=True)]
         shapes: list[Dims | None] = [None] * len(names)
         types: list[int | None] = [None] * len(names)
     else:
-        shapes = [shape_of(n) if n else None for n in names]
-        types = [type_of(n) if n else None for n in names]
+        shapes, types, values = facts.of_inputs(names, reads)
     _check_shape_inputs(declared, types, shapes)
     inferred = None if in_function else facts.shapes.get(declared.output)
     out_shape = _static_output(declared, shapes, values, inferred)

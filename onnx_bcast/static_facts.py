@@ -102,6 +102,32 @@ class StaticFacts:
             self._constants.update((n.output[0], n) for n in graph.node
                                    if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and n.output)
 
+    def of_inputs(self, names: list[str], reads: tuple[bool, ...]) -> tuple[list, list, list]:
+        """Per name (absent: ""): its shape, type and (where ``reads``) value, as ``shapes.get``, ``types.get`` and
+        ``values.get`` give them; one call for a node's inputs."""
+        shapes, types, values = [], [], []
+        lookups = ((self.shapes._memo, self._shape, shapes), (self.types._memo, self._type, types))
+        value_memo = self.values._memo
+        for name, read in zip(names, reads, strict=True):
+            if not name:
+                shapes.append(None)
+                types.append(None)
+                values.append(None)
+                continue
+            for memo, read_fact, out in lookups:
+                fact = memo.get(name, _UNREAD)
+                if fact is _UNREAD:
+                    fact = memo[name] = read_fact(name)
+                out.append(fact)
+            if read:
+                value = value_memo.get(name, _UNREAD)
+                if value is _UNREAD:
+                    value = value_memo[name] = self._value(name)
+                values.append(value)
+            else:
+                values.append(None)
+        return shapes, types, values
+
     def declared_type(self, name: str) -> TypeProto | None:
         """The type inference gave ``name`` (a graph input's or output's, or a value info's), as onnx wrote it."""
         info = self._infos.get(name)
