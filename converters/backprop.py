@@ -182,14 +182,37 @@ class UnbroadcastRule:
         if self.guards:
             unbroadcast_conditions(guard, bound, a_in, b_in, emit.shape(delta))
             delta = checked_delta(emit, guard, delta)
-        rank = guard.rank(delta)
+        for aligned, shape, output in zip(self._aligned(emit, guard, bound, a_in, b_in), (a_in, b_in),
+                                          bound.outputs, strict=True):
+            if isinstance(aligned, str):  # known at run time only: the axes too (OpenVINO's reader refuses these)
+                sum_to(emit, bound, delta, summed_axes(guard, aligned), True, shape, output)
+            else:
+                sum_to(emit, bound, delta, [i for i, n in enumerate(aligned) if n == 1], True, shape, output)
+
+    def _aligned(self, emit: Emitter, guard: Guard, bound: Bound, a_in: str, b_in: str
+                 ) -> tuple[tuple[int, ...] | str, tuple[int, ...] | str]:
+        """A's and B's aligned shapes: constants where the values and ranks they need are known (the summed axes
+        are then constants), else int64 tensors. Under none and pdpd A is Δ's shape: nothing is summed for it."""
+        a, b, la, lb = bound.ints(1), bound.ints(2), bound.length(1), bound.length(2)
+        if self.mode == "none":
+            return (), ()
         if self.mode == "pdpd":
-            al_a = a_in
-            al_b = pdpd_aligned(guard, b_in, pdpd_start(guard, bound, guard.length(a_in), guard.length(b_in)), rank)
-        else:
-            al_a, al_b = right_aligned(guard, a_in, rank), right_aligned(guard, b_in, rank)
-        for aligned, shape, output in ((al_a, a_in, bound.outputs[0]), (al_b, b_in, bound.outputs[1])):
-            sum_to(emit, bound, delta, summed_axes(guard, aligned), True, shape, output)
+            axis = int(bound.attrs["axis"])
+            start = axis if axis != -1 else (la - lb if la is not None and lb is not None else None)
+            if b is not None and la is not None and start is not None:
+                trimmed = list(b)
+                while trimmed and trimmed[-1] == 1:
+                    trimmed.pop()
+                if not 0 <= start <= la - len(trimmed):
+                    raise emit.fail(f"B {tuple(b)} does not fit in A's rank {la} from axis {start}")
+                return (), (1,) * start + tuple(trimmed) + (1,) * (la - start - len(trimmed))
+            start_in = pdpd_start(guard, bound, guard.length(a_in), guard.length(b_in))
+            return (), pdpd_aligned(guard, b_in, start_in, guard.rank(bound.inputs[0]))
+        rank = bound.rank(0) if bound.rank(0) is not None else (max(la, lb) if la is not None and lb is not None
+                                                                   else None)
+        rank_in = guard.rank(bound.inputs[0])
+        return tuple((1,) * (rank - len(v)) + v if v is not None and rank is not None and rank >= len(v)
+                     else right_aligned(guard, shape, rank_in) for v, shape in ((a, a_in), (b, b_in)))
 
 
 def rules(guards: bool) -> list[BroadcastBackpropRule | BroadcastV0BackpropRule | UnbroadcastRule]:
