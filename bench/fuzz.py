@@ -804,8 +804,6 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 # only keeps them from failing the run. Drop an entry when the library is fixed (test_fuzz_slice's strict xfails
 # say when).
 KNOWN_ISSUES = {
-    "ortform-inputs-ignored": "BroadcastV0/BroadcastLikeV0 in the ONNX Runtime form with the list inputs fed at run "
-                              "time: the numpy backend reads the inputs, convert/native read the attributes",
 }
 CONVERTED_PATHS = ("session_native", "converted_ort", "converted_reference")
 
@@ -817,9 +815,7 @@ def _type_name(error: Any) -> str:
 def known_issue(case: Case, path: str, status: str, got: Any, stage: str) -> str | None:
     """The known issue this disagreement is a symptom of, if any."""
     base = path.removeprefix("ortform_")
-    if base != path:
-        return "ortform-inputs-ignored" if base in CONVERTED_PATHS else None
-    if base not in CONVERTED_PATHS:
+    if base not in CONVERTED_PATHS or base != path:
         return None
     if case.family == "v0" and isinstance(got, WorkerDied) and "SIGABRT" in str(got) and "std::clamp" in str(got):
         return "v0-negative-shape-abort"

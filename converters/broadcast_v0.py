@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guards import Guard, checked_against_shape
+from onnx_bcast.converters.shape_inputs import int64_input
+from onnx_bcast.converters.v0_runtime import deduced_or_given, runtime_v0
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops.broadcast_v0 import broadcast_v0_shape, like_axes
@@ -29,12 +31,21 @@ def _unsqueeze_expand(emit: Emitter, data: str, axes: list[int], shape: str | No
     emit.expand(aligned, shape, output, static_out)
 
 
+def _list(bound: Bound, i: int, attr: str) -> tuple[int, ...] | None:
+    """A list attribute as the kernels read it: input ``i`` of the ONNX Runtime form when present (None when it is
+    known only at run time), else the attribute."""
+    if len(bound.inputs) > i and bound.inputs[i]:
+        return bound.ints(i)
+    return tuple(int(v) for v in bound.attrs[attr])
+
+
 class BroadcastV0Rule:
     """``BroadcastV0(x, shape, axes) -> Expand(Unsqueeze(x, axes), shape)``; ``Identity`` without axes.
 
     With guards and ``x``'s shape not known statically, ``Shape(x)`` must equal ``shape`` without ``axes``
     exactly: checked at run time, tied into ``Expand``'s shape (or a ``Reshape`` to ``shape`` where no axis
-    replicates).
+    replicates). The ONNX Runtime form's inputs ``shape_input``/``broadcast_axes_input`` win over the attributes,
+    as in the kernel; known only at run time, they take ``v0_runtime``'s form.
     """
 
     op, mode = "BroadcastV0", ""
@@ -43,9 +54,10 @@ class BroadcastV0Rule:
         self.guards = guards
 
     def check(self, bound: Bound) -> str | None:
-        """``shape`` and ``broadcast_axes`` are attributes: what they say is checked here, whatever ``arg`` is."""
-        shape = [int(v) for v in bound.attrs["shape"]]
-        axes = [int(a) for a in bound.attrs["broadcast_axes"]]
+        """``shape`` and ``broadcast_axes``, where known, are checked here, whatever ``arg`` is."""
+        shape, axes = _list(bound, 1, "shape"), _list(bound, 2, "broadcast_axes")
+        if shape is None or axes is None:
+            return None
         required = [d for i, d in enumerate(shape) if i not in set(axes)]
         try:
             broadcast_v0_shape(required, shape, axes)
@@ -54,8 +66,15 @@ class BroadcastV0Rule:
         return None
 
     def rewrite(self, emit: Emitter, bound: Bound) -> None:
-        shape = tuple(int(v) for v in bound.attrs["shape"])
-        axes = sorted(int(a) for a in bound.attrs["broadcast_axes"])
+        shape, given_axes = _list(bound, 1, "shape"), _list(bound, 2, "broadcast_axes")
+        if shape is None or given_axes is None:
+            target = int64_input(emit, bound, 1, "shape") if shape is None else emit.const_i64(shape, "shape")
+            axes_in = (int64_input(emit, bound, 2, "broadcast_axes") if given_axes is None
+                       else emit.const_i64(given_axes, "broadcast_axes"))
+            runtime_v0(emit, bound, bound.inputs[0], target, axes_in, self.guards,
+                       "arg's shape must equal shape without broadcast_axes")
+            return
+        axes = sorted(given_axes)
         needs_expand = any(shape[a] != 1 for a in axes)
         target = None
         if needs_expand:  # the ORT form carries the shape as input 1 too: reuse it when it says the same
@@ -73,6 +92,9 @@ class BroadcastV0Rule:
 class BroadcastLikeV0Rule:
     """``BroadcastLikeV0(x, like) -> Expand(Unsqueeze(x, axes), Shape(like))`` with axes given or deduced.
 
+    The ONNX Runtime form's ``initial_broadcast_axes_input`` wins over the attribute, as in the kernel; known only
+    at run time it takes ``v0_runtime``'s form (axes deduced in the graph where it is empty).
+
     With guards and shapes known only at run time, ``Shape(x)`` must equal ``Shape(like)`` without the axes:
     checked at run time and tied into ``Expand``'s shape. Where like_arg's rank is known the axes are checked
     against it here; where it is not, the axes must lie within it at run time too, and the kept dims are
@@ -85,7 +107,9 @@ class BroadcastLikeV0Rule:
         self.guards = guards
 
     def check(self, bound: Bound) -> str | None:
-        given = [int(a) for a in bound.attrs["initial_broadcast_axes"]]
+        given = _list(bound, 2, "initial_broadcast_axes")
+        if given is None:
+            return None  # the ONNX Runtime form's axes, fed at run time: v0_runtime checks them there
         if not given and (bound.static_shape(0) is None or bound.static_shape(1) is None):
             return ("cannot convert: broadcast axes are deduced from the shapes of arg and like_arg, which are not "
                     "statically known; set initial_broadcast_axes")
@@ -100,7 +124,13 @@ class BroadcastLikeV0Rule:
         return None
 
     def rewrite(self, emit: Emitter, bound: Bound) -> None:
-        given = tuple(int(a) for a in bound.attrs["initial_broadcast_axes"])
+        given = _list(bound, 2, "initial_broadcast_axes")
+        if given is None:
+            like = emit.shape(bound.inputs[1])
+            axes_in = deduced_or_given(emit, bound.inputs[0], like, int64_input(emit, bound, 2, "axes"))
+            runtime_v0(emit, bound, bound.inputs[0], like, axes_in, self.guards,
+                       "arg's shape must equal like_arg's shape without the broadcast axes")
+            return
         arg_shape, like_shape = bound.static_shape(0), bound.static_shape(1)
         axes = sorted(like_axes(arg_shape or (), like_shape or (), given))
         if like_shape is not None:
