@@ -16,7 +16,9 @@ Float gradients are compared with a tolerance derived from the summation (``asse
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -255,5 +257,34 @@ def make_delta(shape: Shape, dtype: np.dtype, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     if is_integer(dtype):
         low = 0 if dtype.kind == "u" else -50
-        return rng.integers(low, 51, size=shape).astype(dtype)
-    return (rng.standard_normal(shape) * 4).astype(dtype)
+        return np.asarray(rng.integers(low, 51, size=shape)).astype(dtype).reshape(shape)  # a 0-d array, not a scalar
+    return np.asarray(rng.standard_normal(shape) * 4).astype(dtype).reshape(shape)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# per case (a tests/backprop_cases.BpCase)
+# ---------------------------------------------------------------------------------------------------------------------
+
+def case_delta(case: Any, dtype: np.dtype) -> np.ndarray:
+    """The delta a case runs with: ``make_delta`` of its output shape, seeded by its name and the dtype."""
+    dtype = np.dtype(dtype)
+    return make_delta(case.out, dtype, zlib.crc32(f"{case.op}/{case.name}/{dtype.name}".encode()))
+
+
+def brute_case(case: Any, delta: np.ndarray) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """(gradients, |delta| sums) of a case's op from the brute-force oracle."""
+    if case.op == "BroadcastBackprop":
+        grad, sums = brute_broadcast_backprop(delta, case.data_shape, case.target, case.axes, case.mode, case.axis)
+        return (grad,), (sums,)
+    if case.op == "BroadcastV0Backprop":
+        grad, sums = brute_v0_backprop(delta, case.broadcast_axes)
+        return (grad,), (sums,)
+    return brute_unbroadcast(delta, case.a_shape, case.b_shape, case.mode, case.axis)
+
+
+def assert_case_outputs(case: Any, got: Sequence[Any], delta: np.ndarray, what: str = "") -> None:
+    """Every output of a case's op against the brute force: delta's dtype, the gradient's shape, the values."""
+    expected, sums = brute_case(case, delta)
+    assert len(got) == len(expected), f"{what}{len(got)} outputs, expected {len(expected)}"
+    for i, (g, e, s, shape, n) in enumerate(zip(got, expected, sums, case.grad_shapes, case.n_summed, strict=True)):
+        assert_gradient(g, delta.dtype, shape, e, s, n, what=f"{what}output {i}")
