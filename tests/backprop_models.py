@@ -1,10 +1,11 @@
 """One-node models of the backprop ops (issue 13) and the runners that run them, for tests/test_backprop_paths.py
 (and its child process, which imports only this module). No tests here.
 
-A model has ``delta`` as a graph input with its static shape, and the shape inputs (``data_shape``/``axes_mapping``,
-``a_shape``/``b_shape``, int64) either as initializers (``VARIANTS[0]``) or as graph inputs fed at run time
-(``VARIANTS[1]``). numpy has no bfloat16 ONNX Runtime can take, so a bfloat16 model takes and returns float32 and
-Casts around the op (exact both ways for bfloat16 values).
+A model has ``delta`` as a graph input, and the shape inputs (``data_shape``/``axes_mapping``, ``a_shape``/
+``b_shape``, int64) as initializers (variant ``initializers``), as graph inputs fed at run time (``graph_inputs``),
+or as graph inputs with delta's dims unknown to the model too, its rank known (``dynamic_delta``). numpy has no
+bfloat16 ONNX Runtime can take, so a bfloat16 model takes and returns float32 and Casts around the op (exact both
+ways for bfloat16 values).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ DOMAIN = "onnx_bcast"
 OPSET = 18
 IR_VERSION = 10
 CPU = ["CPUExecutionProvider"]
-VARIANTS = ("initializers", "graph_inputs")
+# shape inputs as initializers; as int64 graph inputs; as graph inputs with delta's dims unknown too (rank known)
+VARIANTS = ("initializers", "graph_inputs", "dynamic_delta")
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
 
@@ -81,10 +83,11 @@ def build_model(case: BpCase, dtype: np.dtype, variant: str = "initializers") ->
     if narrow:
         nodes.insert(0, helper.make_node("Cast", ["delta"], ["delta_in"], to=TensorProto.BFLOAT16))
         nodes += [helper.make_node("Cast", [f"{o}_bf16"], [o], to=TensorProto.FLOAT) for o in outs]
-    graph_inputs = [helper.make_tensor_value_info("delta", io_elem, list(case.out))]
+    delta_dims = [None] * len(case.out) if variant == "dynamic_delta" else list(case.out)
+    graph_inputs = [helper.make_tensor_value_info("delta", io_elem, delta_dims)]
     initializers = []
     for name, value in shapes:
-        if variant == "graph_inputs":
+        if variant != "initializers":
             graph_inputs.append(helper.make_tensor_value_info(name, TensorProto.INT64, [len(value)]))
         else:
             initializers.append(numpy_helper.from_array(value, name))
@@ -96,7 +99,7 @@ def build_model(case: BpCase, dtype: np.dtype, variant: str = "initializers") ->
 
 def feeds(case: BpCase, delta: np.ndarray, variant: str = "initializers") -> dict[str, np.ndarray]:
     fed = {"delta": delta.astype(np.float32) if delta.dtype == BFLOAT16 else delta}
-    if variant == "graph_inputs":
+    if variant != "initializers":
         fed.update(shape_inputs(case))
     return fed
 
