@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnx_bcast.binding import Bound
-from onnx_bcast.converters.guards import checked_against_shape
+from onnx_bcast.converters.guards import Guard, checked_against_shape
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops.broadcast_v0 import broadcast_v0_shape, like_axes
@@ -74,8 +74,9 @@ class BroadcastLikeV0Rule:
     """``BroadcastLikeV0(x, like) -> Expand(Unsqueeze(x, axes), Shape(like))`` with axes given or deduced.
 
     With guards and shapes known only at run time, ``Shape(x)`` must equal ``Shape(like)`` without the axes:
-    checked at run time and tied into ``Expand``'s shape, where like_arg's rank is known (the axes are checked
-    against it here); with its rank unknown there is no check.
+    checked at run time and tied into ``Expand``'s shape. Where like_arg's rank is known the axes are checked
+    against it here; where it is not, the axes must lie within it at run time too, and the kept dims are
+    ``Gather(Shape(like), NonZero(ScatterElements(ones, axes, zeros)))``.
     """
 
     op, mode = "BroadcastLikeV0", ""
@@ -88,6 +89,8 @@ class BroadcastLikeV0Rule:
         if not given and (bound.static_shape(0) is None or bound.static_shape(1) is None):
             return ("cannot convert: broadcast axes are deduced from the shapes of arg and like_arg, which are not "
                     "statically known; set initial_broadcast_axes")
+        if any(a < 0 for a in given) or len(set(given)) != len(given):
+            return f"initial_broadcast_axes {given} must be distinct and not negative"
         rank = bound.rank(1)
         if self.guards and bound.out_shape is None and rank is not None:
             try:
@@ -107,14 +110,30 @@ class BroadcastLikeV0Rule:
             needs_expand = True
             target = emit.shape(bound.inputs[1])
         checked = None
-        if self.guards and bound.out_shape is None and bound.rank(1) is not None:
-            kept = [i for i in range(bound.rank(1)) if i not in set(axes)]
+        if self.guards and bound.out_shape is None:
             like = emit.shape(bound.inputs[1])
-            required = emit.standard("Gather", [like, emit.const_i64(kept, "kept_axes")], None, axis=0)
+            if bound.rank(1) is not None:
+                kept = emit.const_i64([i for i in range(bound.rank(1)) if i not in set(axes)], "kept_axes")
+                required = emit.standard("Gather", [like, kept], None, axis=0)
+            else:
+                required = emit.standard("Gather", [like, _kept_axes(emit, bound, like, axes)], None, axis=0) \
+                    if axes else like
             checked = checked_against_shape(emit, bound, bound.inputs[0], required,
                                             "arg's shape must equal like_arg's shape without the broadcast axes",
                                             target if needs_expand else like)
         _unsqueeze_expand(emit, bound.inputs[0], axes, target, needs_expand, bound.output, like_shape, checked)
+
+
+def _kept_axes(emit: Emitter, bound: Bound, like: str, axes: list[int]) -> str:
+    """The axes of ``like`` (its shape; rank known at run time only) not in ``axes``, after a check that every axis
+    lies within that rank."""
+    guard = Guard(emit, bound)
+    rank = guard.length(like)
+    guard.require(guard.op("Greater", rank, guard.i64(max(axes))), "the broadcast axes must lie within like_arg's rank")
+    zeros = emit.const_i64([0] * len(axes), "zeros")
+    mask = emit.scatter(emit.ones_like_shape(guard.tie(rank)), emit.const_i64(axes, "new_axes"), zeros)
+    where = emit.standard("NonZero", [mask])
+    return emit.reshape(where, emit.const_i64([-1], "flat"), may_hold_zero=False)
 
 
 def rules(guards: bool) -> list[BroadcastV0Rule | BroadcastLikeV0Rule]:

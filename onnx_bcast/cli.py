@@ -112,7 +112,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         print(line)
     verified = ""
     if verification is not None:
-        verified = " (verified: outputs identical"
+        verified = " (verified: outputs identical" + (
+            f", {verification.rounded} of them up to summation-order rounding" if verification.rounded else "")
         if verification.invalid_inputs:
             verified += f"; {verification.invalid_inputs} inputs the original rejects fail in the converted model too"
         verified += ")"

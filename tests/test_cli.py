@@ -335,7 +335,9 @@ def test_version_module_alias_and_ops_listing() -> None:
     assert "BroadcastV0(arg, shape_input?, broadcast_axes_input?)  shape: ints = required; broadcast_axes: ints = " \
            "required" in lines
     assert "Mod(A, B)  auto_broadcast: string = 'numpy' (none | numpy | pdpd); axis: int = -1; fmod: int = 0" in lines
-    assert len(lines) == 1 + 4 + 16
+    assert "Unbroadcast(delta, a_shape, b_shape) -> (a_grad, b_grad)  auto_broadcast: string = 'numpy' (none | " \
+           "numpy | pdpd); axis: int = -1" in lines
+    assert len(lines) == 1 + 4 + 16 + 3
 
 
 def test_convert_of_a_large_model_shows_progress_and_names_the_source_of_each_node(tmp_path: Path) -> None:

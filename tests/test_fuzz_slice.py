@@ -100,8 +100,11 @@ def _known_cases(fuzz) -> dict[str, tuple]:
                          {"shape": [0, -1], "broadcast_axes": [1], "x_decl": "rank"})
     ortform = fuzz.Case("v0", "BroadcastV0", np.arange(3, dtype=np.float32),
                         {"shape": [3, 5], "broadcast_axes": [1], "x_decl": "unknown"})
+    like_rank_unknown = fuzz.Case("like", "BroadcastLikeV0", np.arange(5, dtype=np.float32),
+                                  {"like_shape": [5], "initial_broadcast_axes": [1], "x_decl": "unknown"})
     return {
         "like-unguarded": (like, False),
+        "like-unguarded-rank-unknown": (like_rank_unknown, False),
         "v0-axes-unchecked": (v0_axes, False),
         "v0-negative-shape-abort": (v0_abort, False),  # runs in the fuzz's worker process: the abort is contained
         "pdpd-rank-message": (_ew(fuzz, "Add", (2, 3), (2, 1, 1), mode="pdpd", axis=0, declared="rank"), False),
@@ -115,10 +118,10 @@ class KnownIssueStillThere(Exception):
 
 
 KNOWN = ("ortform-inputs-ignored",)
-# issues the fuzz found and the library fixed: their reproducers must now agree on every path ("like-unguarded" is
-# fixed where like_arg's rank is known, as in its reproducer; the fuzz still tags it where the rank is unknown)
+# issues the fuzz found and the library fixed: their reproducers must now agree on every path ("like-unguarded":
+# with like_arg's rank known and, since the kept dims are gathered at run time, unknown)
 FIXED = ("v0-axes-unchecked", "v0-negative-shape-abort", "pdpd-rank-message", "fp16-compare-unnamed-node",
-         "like-unguarded")
+         "like-unguarded", "like-unguarded-rank-unknown")
 
 
 @pytest.mark.parametrize("issue", FIXED)
