@@ -168,6 +168,9 @@ def test_narrow_floats_are_summed_in_float32_and_rounded_once(dtype: np.dtype, b
     pytest.param(np.uint8, [200, 100, 255], id="uint8"),
     pytest.param(np.int32, [2**31 - 1, 1, 2**31 - 1], id="int32"),
     pytest.param(np.uint64, [2**64 - 1, 2], id="uint64"),
+    pytest.param(np.int64, [2**63 - 1, 1, 2**63 - 1], id="int64"),
+    pytest.param(np.int64, [2**53, 1], id="int64_exact_beyond_2**53"),
+    pytest.param(np.uint64, [2**53, 1], id="uint64_exact_beyond_2**53"),
 ])
 def test_integers_are_summed_in_their_own_type(dtype, values) -> None:
     """Integer sums wrap as integers of delta's type do (no widening, no float)."""

@@ -139,20 +139,46 @@ def test_narrow_floats_summed_in_float32(op: str, dtype: np.dtype, big: float, r
     assert summed.dtype == dtype and summed.reshape(-1).tolist() == [big + 4, 2 * big + 8], summed
 
 
-@pytest.mark.parametrize("runner", RUNNERS)
-@pytest.mark.parametrize(("dtype", "values"), [
-    pytest.param(np.dtype(np.int8), [100, 100, 100, -128], id="int8"),
-    pytest.param(np.dtype(np.int32), [2**31 - 1, 1, 2**31 - 1], id="int32"),
-])
-@pytest.mark.parametrize("op", list(NARROW_CASES))
+INTEGER_SUMS = {  # id -> (dtype, values)
+    "int8": (np.dtype(np.int8), [100, 100, 100, -128]),
+    "int32": (np.dtype(np.int32), [2**31 - 1, 1, 2**31 - 1]),
+    "int64": (np.dtype(np.int64), [2**63 - 1, 1, 2**63 - 1]),
+    "int64_exact_beyond_2**53": (np.dtype(np.int64), [2**53, 1]),  # no overflow: exactness only
+    "uint64": (np.dtype(np.uint64), [2**64 - 1, 2]),
+    "uint64_exact_beyond_2**53": (np.dtype(np.uint64), [2**53, 1]),
+}
+# ONNX Runtime 1.32's CPU ReduceSum adds int32/int64 up in double and saturates on overflow (ORT PR #28743 made
+# the saturation deliberate): [2**53, 1] sums to 2**53, [2**31 - 1, 1] to 2**31 - 1. The standard rule uses it for
+# int32/int64 (and uint32/uint64 through int64), so the converted model differs from the kernels there.
+ORT_INTEGER_SUM = "converters/backprop.py sums int32/int64 with ORT's ReduceSum, which adds in double and saturates"
+INTEGER_XFAILS = {(name, runner): ORT_INTEGER_SUM for name in ("int32", "int64", "int64_exact_beyond_2**53",
+                                                                "uint64_exact_beyond_2**53")
+                  for runner in ("native", "converted_ort")}
+
+
+def _integer_params() -> list:
+    params = []
+    for op in NARROW_CASES:
+        for name, (dtype, values) in INTEGER_SUMS.items():
+            for runner in RUNNERS:
+                reason = INTEGER_XFAILS.get((name, runner))
+                marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+                params.append(pytest.param(op, dtype, values, runner, id=f"{op}-{name}-{runner}", marks=marks))
+    return params
+
+
+@pytest.mark.parametrize(("op", "dtype", "values", "runner"), _integer_params())
 def test_integers_wrap_in_their_type(op: str, dtype: np.dtype, values: list, runner: str) -> None:
+    """Integer sums are exact, modulo 2**bits as numpy's (and C's unsigned) integer sums are."""
     require_op(op)
     n = len(values)
     case = {BROADCAST_BACKPROP: BpCase("wrap", BROADCAST_BACKPROP, "numpy", (n, 1), data_shape=(1,), target=(n, 1)),
             V0_BACKPROP: BpCase("wrap", V0_BACKPROP, "", (n, 1), broadcast_axes=(0,)),
             UNBROADCAST: BpCase("wrap", UNBROADCAST, "numpy", (n, 1), a_shape=(n, 1), b_shape=(1,))}[op]
     bits = 8 * dtype.itemsize
-    exact = (sum(values) + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
+    exact = sum(values) % 2**bits
+    if dtype.kind == "i" and exact >= 2 ** (bits - 1):
+        exact -= 2**bits
     outs = run(case, dtype, "initializers", runner, np.array(values, dtype=dtype).reshape(n, 1))
     assert outs[-1].dtype == dtype and outs[-1].reshape(-1).tolist() == [exact], outs[-1]
 
@@ -231,7 +257,11 @@ def test_invalid_case_fails(case: BpCase, variant: str, runner: str, request: py
         return
     assert record["broadcast_error"], f"{runner}: expected a BroadcastError, got {record['type']}: {record['message']}"
     message = record["message"]
-    for word in (case.head, *case.error_words, f"'{node_name(case)}'"):
+    words = case.error_words
+    if runner not in RAISES_OURS and variant == "dynamic_delta":
+        # convert() refused the model: delta's dims were unknown then, so its message cannot hold the run-time shapes
+        words = tuple(w for w in words if not w.startswith("("))
+    for word in (case.head, *words, f"'{node_name(case)}'"):
         assert word in message, f"{word!r} not in {message!r}"
 
 
