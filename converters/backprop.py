@@ -34,7 +34,10 @@ from onnx_bcast.ops.elementwise import RULES
 _WIDER = {TensorProto.FLOAT16: TensorProto.FLOAT, TensorProto.BFLOAT16: TensorProto.FLOAT,
           TensorProto.INT8: TensorProto.INT32, TensorProto.INT16: TensorProto.INT32,
           TensorProto.UINT8: TensorProto.INT32, TensorProto.UINT16: TensorProto.INT32,
-          TensorProto.UINT32: TensorProto.INT64, TensorProto.UINT64: TensorProto.INT64}
+          TensorProto.UINT32: TensorProto.INT64, TensorProto.UINT64: TensorProto.INT64,
+          TensorProto.FLOAT8E4M3FN: TensorProto.FLOAT, TensorProto.FLOAT8E4M3FNUZ: TensorProto.FLOAT,
+          TensorProto.FLOAT8E5M2: TensorProto.FLOAT, TensorProto.FLOAT8E5M2FNUZ: TensorProto.FLOAT,
+          TensorProto.INT4: TensorProto.INT32, TensorProto.UINT4: TensorProto.INT32}
 
 
 def sum_to(emit: Emitter, bound: Bound, delta: str, axes: Sequence[int] | str, keepdims: bool,

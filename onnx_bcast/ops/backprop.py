@@ -156,8 +156,11 @@ def unbroadcast_plan(delta_dims: Dims, a_shape: Any, b_shape: Any, *, auto_broad
     the output rank as the forward op aligns them.
     """
     rule = canonical_rule(auto_broadcast, UNBROADCAST)
-    a = int_vector(a_shape, "a_shape", UNBROADCAST, rule)
-    b = int_vector(b_shape, "b_shape", UNBROADCAST, rule)
+    try:
+        a = int_vector(a_shape, "a_shape", UNBROADCAST, rule)
+        b = int_vector(b_shape, "b_shape", UNBROADCAST, rule)
+    except BroadcastError as err:  # int_vector names the rule "mode"
+        raise BroadcastError(UNBROADCAST, rule, err.detail, mode_attr="auto_broadcast") from None
     for what, shape in (("a_shape", a), ("b_shape", b)):
         if any(n < 0 for n in shape):
             raise BroadcastError(UNBROADCAST, rule, f"{what} {fmt_shape(shape)} has a negative dim",

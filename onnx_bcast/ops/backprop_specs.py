@@ -20,11 +20,13 @@ from onnx_bcast.ops.backprop import (
 from onnx_bcast.ops.common import INDEX_TYPES, Attr, Input, OpSpec, Shape
 from onnx_bcast.ops.elementwise import elementwise_shape
 
-# the types a gradient can have: every numeric tensor type of ONNX's standard ops (no bool, no string)
+# the types a gradient can have: every real numeric tensor type whose sum the kernel and the standard form agree on
+# (no bool, string or complex; float8 and 4-bit integers are summed in float32 / int32, as 16-bit floats are)
 NUMERIC_TYPES: tuple[str, ...] = tuple(
     f"tensor({t})"
     for t in ("float", "double", "float16", "bfloat16",
-              "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+              "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "int4", "uint4")
 )
 _ROUNDING = "float16/bfloat16 are summed in float32 and rounded once; integers are summed in their type."
 
