@@ -202,10 +202,6 @@ def test_invalid_case_raises_broadcast_error(case: BpCase) -> None:
         assert word in message, f"{word!r} not in {message!r}"
 
 
-# SPEC §2: the message names the op and its rule; Unbroadcast's rule attribute is auto_broadcast, but the shape
-# inputs' checks (int_vector in unbroadcast) are called without mode_attr and say "Unbroadcast(mode=numpy)"
-MODE_ATTR_XFAIL = pytest.mark.xfail(strict=True, reason="unbroadcast: a_shape/b_shape errors say mode=, not "
-                                                        "auto_broadcast= (onnx_bcast/ops/backprop.py)")
 BAD_INPUTS = [
     pytest.param(lambda: onnx_bcast.broadcast_backprop(np.ones((2, 3)), np.array([2.0, 3.0])),
                  ("BroadcastBackprop(mode=numpy)", "data_shape", "float64"), id="data_shape_float"),
@@ -229,14 +225,11 @@ BAD_INPUTS = [
     pytest.param(lambda: onnx_bcast.broadcast_v0_backprop(np.ones((2, 3), bool), [0]),
                  ("BroadcastV0Backprop", "numeric"), id="v0_delta_bool"),
     pytest.param(lambda: onnx_bcast.unbroadcast(np.ones((2, 3)), np.array([[2, 3]]), _ints((3,))),
-                 ("Unbroadcast(auto_broadcast=numpy)", "a_shape", "1-D"), id="unbroadcast_a_shape_2d",
-                 marks=MODE_ATTR_XFAIL),
+                 ("Unbroadcast(auto_broadcast=numpy)", "a_shape", "1-D"), id="unbroadcast_a_shape_2d"),
     pytest.param(lambda: onnx_bcast.unbroadcast(np.ones((2, 3)), _ints((2, 3)), np.array([3.0])),
-                 ("Unbroadcast(auto_broadcast=numpy)", "b_shape", "float64"), id="unbroadcast_b_shape_float",
-                 marks=MODE_ATTR_XFAIL),
+                 ("Unbroadcast(auto_broadcast=numpy)", "b_shape", "float64"), id="unbroadcast_b_shape_float"),
     pytest.param(lambda: onnx_bcast.unbroadcast(np.ones((2, 3)), _ints((2, 3)), None),
-                 ("Unbroadcast(auto_broadcast=numpy)", "b_shape", "required"), id="unbroadcast_b_shape_missing",
-                 marks=MODE_ATTR_XFAIL),
+                 ("Unbroadcast(auto_broadcast=numpy)", "b_shape", "required"), id="unbroadcast_b_shape_missing"),
     pytest.param(lambda: onnx_bcast.unbroadcast(np.ones((1,)), _ints((1,) * 65), _ints((1,))),
                  ("Unbroadcast(auto_broadcast=numpy)", "65", "64"), id="unbroadcast_a_shape_rank_65"),
     pytest.param(lambda: onnx_bcast.unbroadcast(np.ones((2, 3)), _ints((2, 3)), _ints((3,)), auto_broadcast="pdpd",
