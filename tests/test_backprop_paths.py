@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 
 import onnx_bcast
-from onnx_bcast.ops import SPEC_BY_NAME
 from tests import backprop_oracles as oracles
 from tests.backprop_cases import (
     BROADCAST_BACKPROP,
@@ -48,16 +47,6 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(onnx_bcast.__file__)
 CHILD_TIMEOUT = 300
 NUMERIC = [np.dtype(t) for t in (np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int8, np.int16, np.int32,
                                  np.int64, np.uint8, np.uint16, np.uint32, np.uint64)]
-
-
-# --- TEMPORARY skip guard ----------------------------------------------------------------------------------------
-# The ops BroadcastBackprop, BroadcastV0Backprop and Unbroadcast are being added to onnx_bcast.ops.OP_SPECS in
-# parallel with these tests (issue 13). Until an op is in SPEC_BY_NAME none of its paths can exist, so its tests skip
-# here, and for no other reason. Remove require_op and its calls once all three ops have landed: from then on a
-# missing op must fail, not skip.
-def require_op(op: str) -> None:
-    if op not in SPEC_BY_NAME:
-        pytest.skip(f"{op} is not in onnx_bcast.ops.SPEC_BY_NAME yet (issue 13: the op lands separately)")
 
 
 def variants_of(case: BpCase) -> tuple[str, ...]:
@@ -89,7 +78,6 @@ def _valid_params() -> list:
 
 @pytest.mark.parametrize(("case", "variant", "dtype", "runner"), _valid_params())
 def test_valid_case(case: BpCase, variant: str, dtype: np.dtype, runner: str) -> None:
-    require_op(case.op)
     delta = oracles.case_delta(case, dtype)
     oracles.assert_case_outputs(case, run(case, dtype, variant, runner, delta), delta, what=f"{runner}: ")
 
@@ -111,7 +99,6 @@ def _sweep_params() -> list:
 @pytest.mark.parametrize(("case", "dtype", "runner"), _sweep_params())
 def test_every_numeric_type(case: BpCase, dtype: np.dtype, runner: str) -> None:
     """SPEC §1: T is every numeric type; the outputs have delta's type."""
-    require_op(case.op)
     delta = oracles.case_delta(case, dtype)
     oracles.assert_case_outputs(case, run(case, dtype, "initializers", runner, delta), delta, what=f"{runner}: ")
 
@@ -130,7 +117,6 @@ NARROW_CASES = {
                                             pytest.param(np.dtype(ml_dtypes.bfloat16), 256.0, id="bfloat16")])
 @pytest.mark.parametrize("op", list(NARROW_CASES))
 def test_narrow_floats_summed_in_float32(op: str, dtype: np.dtype, big: float, runner: str) -> None:
-    require_op(op)
     case = NARROW_CASES[op]
     column = np.array([big, 1, 1, 1, 1])
     delta = np.stack([column, 2 * column], axis=1).astype(dtype)
@@ -148,12 +134,9 @@ INTEGER_SUMS = {  # id -> (dtype, values)
     "uint64_exact_beyond_2**53": (np.dtype(np.uint64), [2**53, 1]),
 }
 # ONNX Runtime 1.32's CPU ReduceSum adds int32/int64 up in double and saturates on overflow (ORT PR #28743 made
-# the saturation deliberate): [2**53, 1] sums to 2**53, [2**31 - 1, 1] to 2**31 - 1. The standard rule uses it for
-# int32/int64 (and uint32/uint64 through int64), so the converted model differs from the kernels there.
-ORT_INTEGER_SUM = "converters/backprop.py sums int32/int64 with ORT's ReduceSum, which adds in double and saturates"
-INTEGER_XFAILS = {(name, runner): ORT_INTEGER_SUM for name in ("int32", "int64", "int64_exact_beyond_2**53",
-                                                                "uint64_exact_beyond_2**53")
-                  for runner in ("native", "converted_ort")}
+# the saturation deliberate): [2**53, 1] sums to 2**53, [2**31 - 1, 1] to 2**31 - 1. The standard rule therefore sums
+# integers with MatMul where the axes are known (these cases), which wraps as the kernels do.
+INTEGER_XFAILS: dict[tuple[str, str], str] = {}
 
 
 def _integer_params() -> list:
@@ -170,7 +153,6 @@ def _integer_params() -> list:
 @pytest.mark.parametrize(("op", "dtype", "values", "runner"), _integer_params())
 def test_integers_wrap_in_their_type(op: str, dtype: np.dtype, values: list, runner: str) -> None:
     """Integer sums are exact, modulo 2**bits as numpy's (and C's unsigned) integer sums are."""
-    require_op(op)
     n = len(values)
     case = {BROADCAST_BACKPROP: BpCase("wrap", BROADCAST_BACKPROP, "numpy", (n, 1), data_shape=(1,), target=(n, 1)),
             V0_BACKPROP: BpCase("wrap", V0_BACKPROP, "", (n, 1), broadcast_axes=(0,)),
@@ -191,14 +173,11 @@ import sys
 
 import numpy as np
 
-from onnx_bcast.ops import SPEC_BY_NAME
 from tests import backprop_models as bm
 from tests.backprop_cases import INVALID
 
 records = {}
 for case in INVALID:
-    if case.op not in SPEC_BY_NAME:
-        continue
     delta = (np.arange(int(np.prod(case.out))) - 1.5).astype(np.float32).reshape(case.out)
     for variant in (bm.VARIANTS if bm.shape_inputs(case) else (bm.VARIANTS[0], bm.VARIANTS[2])):
         model = bm.build_model(case, np.float32, variant)
@@ -250,7 +229,6 @@ def test_invalid_case_fails(case: BpCase, variant: str, runner: str, request: py
     """No runner returns a value. InferenceSession (both backends) and the reference evaluator with our ops raise
     our BroadcastError naming op, mode, shapes and node; the converted model fails in plain ORT and in onnx.reference
     (by their own errors, or by convert() refusing with our BroadcastError when the failure is static)."""
-    require_op(case.op)
     record = request.getfixturevalue("invalid_records")[f"{case.op}/{case.name}/{variant}/{runner}"]
     assert not record["ok"], f"{runner} returned a value for an invalid case: {record}"
     if runner not in RAISES_OURS and not record["broadcast_error"]:
@@ -269,7 +247,6 @@ def test_invalid_case_fails(case: BpCase, variant: str, runner: str, request: py
                                                for c in INVALID for v in variants_of(c)])
 def test_invalid_native_message_is_the_numpy_backends(case: BpCase, variant: str,
                                                       request: pytest.FixtureRequest) -> None:
-    require_op(case.op)
     records = request.getfixturevalue("invalid_records")
     numpy_backend, native = (records[f"{case.op}/{case.name}/{variant}/{r}"] for r in ("session", "native"))
     assert native["message"] == numpy_backend["message"]
