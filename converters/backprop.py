@@ -3,7 +3,7 @@
 The summed axes are those where the forward op aligned the data (or A, or B) with a 1: new axes and stretched
 size-1 axes. They are constants where the shapes are known when converting, else computed in the graph
 (``NonZero(aligned == 1)``, ``ReduceSum`` with axes as an input: opset 13). Types are summed as the kernel sums
-them: 16-bit floats in float32, narrow integers in a wider integer, and cast back once (integers wrap alike).
+them (``gradient_sums``): narrow floats in float32, integers exactly and wrapping, cast back once.
 """
 
 from __future__ import annotations
