@@ -1,0 +1,432 @@
+"""onnx_bcast.openvino: our ops read by OpenVINO's ONNX frontend, compiled for CPU, equal to InferenceSession.
+
+Every bundled model and a one-node model per op x mode is read with ``openvino.Core().read_model`` plus
+``extensions()``, compiled for CPU and run on the inputs ``onnx_bcast.InferenceSession`` gets: broadcasts must be
+bit-identical; arithmetic as the OpenVINO elementwise oracle tests compare it. Statically invalid models must fail
+when read, with our ``BroadcastError`` text.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnx_bcast
+from onnx_bcast.inputs import random_feeds
+from onnx_bcast.models import bundled_models
+from tests.elementwise_util import COMPARISON_OPS, LOGICAL_OPS
+from tests.elementwise_util import values as scalar_or_array
+
+ov = pytest.importorskip("openvino")
+
+from onnx_bcast.openvino import ELEMENTWISE_OPS, OPS, extensions, read_model  # noqa: E402
+
+#: Compile for exact float32 arithmetic (on CPUs with bf16 support the plugin's default precision may be lower).
+COMPILE_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
+OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)]
+ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32,
+        np.dtype(np.int64): TensorProto.INT64, np.dtype(np.bool_): TensorProto.BOOL}
+#: Standard ops that compute new float values (the bundled models' others only move data).
+ARITHMETIC = {"Add", "Sub", "Mul", "Div", "Pow", "MatMul", "Gemm", "Sum", "Mean"}
+
+
+@cache
+def core() -> ov.Core:
+    c = ov.Core()
+    c.add_extension(extensions())
+    return c
+
+
+def run_both(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(output name, InferenceSession's result, OpenVINO CPU's result) per output."""
+    session = onnx_bcast.InferenceSession(model)
+    ours = session.run(None, feeds)
+    compiled = core().compile_model(core().read_model(model.SerializeToString()), "CPU", COMPILE_CONFIG)
+    results = compiled(feeds)
+    names = [o.name for o in session.get_outputs()]
+    return [(name, mine, np.asarray(results[compiled.output(name)])) for name, mine in zip(names, ours, strict=True)]
+
+
+def assert_identical(got: np.ndarray, expected: np.ndarray) -> None:
+    assert (got.dtype, got.shape) == (expected.dtype, expected.shape)
+    assert got.tobytes() == expected.tobytes(), (got, expected)
+
+
+def assert_values_equal(op: str, got: np.ndarray, expected: np.ndarray, a: np.ndarray) -> None:
+    """As tests/test_openvino_elementwise_oracle.py: exact, except one ulp for float Div/Pow and half an ulp of A
+    for float Mod (OpenVINO's ``a - trunc(a / b) * b``)."""
+    assert (got.dtype, got.shape) == (expected.dtype, expected.shape)
+    if expected.dtype != np.float32 or op not in ("Div", "Pow", "Mod"):
+        np.testing.assert_array_equal(got, expected, strict=True)
+    elif op == "Mod":
+        tolerance = 2 * np.finfo(np.float32).eps * np.broadcast_to(np.abs(a), got.shape)
+        assert np.all(np.abs(got - expected) <= tolerance), (got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=3e-7, atol=0)
+
+
+def values(op: str, shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator, operand: str) -> np.ndarray:
+    return np.asarray(scalar_or_array(op, shape, dtype, rng, operand))  # OpenVINO takes no numpy scalars
+
+
+def model(nodes: list, inputs: list, outputs: list, initializers: list | None = None) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=initializers or [])
+    return helper.make_model(graph, opset_imports=OPSETS, ir_version=10)
+
+
+def dims(shape: tuple[int, ...], static: bool, prefix: str) -> list:
+    return list(shape) if static else [f"{prefix}{i}" for i in range(len(shape))]
+
+
+def test_import_onnx_bcast_does_not_import_openvino() -> None:
+    code = "import sys, onnx_bcast, onnx_bcast.openvino; assert 'openvino' not in sys.modules, 'imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
+
+
+def test_every_forward_op_has_an_extension() -> None:
+    from onnx_bcast.ops import broadcast, broadcast_v0, elementwise
+
+    assert set(OPS) == {spec.name for spec in broadcast.SPECS + broadcast_v0.SPECS + elementwise.SPECS}
+    assert len(extensions()) == len(OPS) == 20
+
+
+# --- bundled models ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", bundled_models(), ids=lambda p: p.stem)
+def test_bundled_model(path: Path) -> None:
+    proto = onnx.load(str(path))
+    nodes = [n for g in [proto.graph, *(a.g for n in proto.graph.node for a in n.attribute if a.g.node)]
+             for n in g.node]
+    arithmetic = [n.op_type for n in nodes if n.op_type in ARITHMETIC]
+    session = onnx_bcast.InferenceSession(proto)
+    for seed in (0, 1):
+        feeds = random_feeds(session, seed=seed)
+        for name, ours, got in run_both(proto, feeds):
+            if len(arithmetic) <= 1:  # data movement plus at most one rounding per element: bit-identical
+                assert_identical(got, ours)
+            else:  # a chain (e.g. Sub, Mul, Add; MatMul): the CPU plugin fuses it, as test_bundled_models says
+                assert (got.dtype, got.shape) == (ours.dtype, ours.shape), name
+                np.testing.assert_allclose(got, ours, rtol=1e-6, atol=1e-6 * float(np.abs(ours).max()))
+
+
+# --- Broadcast / Expand ------------------------------------------------------------------------------------------
+
+# (op, mode attribute or None for the default, axis, data shape, target, axes_mapping, dtype, also at run time)
+BROADCASTS = [
+    ("Broadcast", None, -1, (3, 1), (2, 3, 4), None, np.float32, True),
+    ("Broadcast", "numpy", -1, (4,), (2, 3, 4), None, np.int32, True),
+    ("Expand", "NUMPY", -1, (3, 1), (2, 3, 4), None, np.bool_, True),
+    ("Expand", None, -1, (3, 1), (2, 1, 4), None, np.float32, True),
+    ("Broadcast", "bidirectional", -1, (1, 3, 1), (2, 1, 4), None, np.float32, True),
+    ("Expand", "Bidirectional", -1, (2, 3), (3,), None, np.int64, True),
+    ("Broadcast", "explicit", -1, (3,), (2, 3, 4), (1,), np.float32, True),
+    ("Expand", "none", -1, (16,), (1, 16, 5, 5), (1,), np.float32, True),
+    ("Broadcast", "EXPLICIT", -1, (3, 1), (2, 3, 4), (1, 2), np.int32, True),
+    ("Broadcast", "explicit", -1, (), (2, 1, 3), (1,), np.float32, False),
+    ("Broadcast", "explicit", -1, (), (2, 3), (), np.float32, False),
+    ("Broadcast", "pdpd", 1, (3, 1), (2, 3, 5), None, np.float32, True),
+    ("Expand", "pdpd", -1, (3, 4), (2, 1, 4), None, np.float32, True),
+    ("Broadcast", "Pdpd", 2, (), (2, 3), None, np.bool_, False),
+    ("Broadcast", "pdpd", 0, (2, 3), (2, 3), None, np.float32, True),
+    # zero-size and no-op broadcasts: OpenVINO's Broadcast crashes or errs on several of them with static shapes
+    ("Broadcast", "numpy", -1, (1,), (0,), None, np.float32, False),
+    ("Broadcast", "numpy", -1, (0,), (0,), None, np.float32, False),
+    ("Broadcast", "numpy", -1, (), (), None, np.float32, False),
+    ("Expand", "bidirectional", -1, (1,), (0,), None, np.float32, False),
+    ("Expand", "bidirectional", -1, (2, 0), (1, 1), None, np.int32, False),
+    ("Expand", "bidirectional", -1, (), (), None, np.bool_, False),
+    ("Broadcast", "explicit", -1, (0,), (2, 0), (1,), np.float32, False),
+    ("Broadcast", "pdpd", 1, (0,), (2, 1), None, np.float32, False),
+    ("Broadcast", "numpy", -1, (3,), (2, 0, 3), None, np.float32, True),
+]
+
+
+def broadcast_model(op: str, mode: str | None, axis: int, data_shape: tuple, target: tuple, axes: tuple | None,
+                    dtype: type, static: bool, target_dtype: type = np.int64) -> tuple[onnx.ModelProto, dict]:
+    """Constant target/axes and a static data shape, or everything at run time (dims unknown, lengths known)."""
+    data = values("Add", data_shape, dtype, np.random.default_rng(len(data_shape)), "A")
+    shape_inputs = {"target_shape": np.array(target, target_dtype)}
+    if axes is not None:
+        shape_inputs["axes_mapping"] = np.array(axes, np.int64)
+    attrs = {"axis": axis} | ({"mode": mode} if mode is not None else {})
+    node = helper.make_node(op, ["data", *shape_inputs], ["output"], domain="onnx_bcast", **attrs)
+    inputs = [helper.make_tensor_value_info("data", ELEM[np.dtype(dtype)], dims(data_shape, static, "d"))]
+    output = helper.make_tensor_value_info("output", ELEM[np.dtype(dtype)], None)
+    feeds = {"data": data}
+    if static:
+        return model([node], inputs, [output], [numpy_helper.from_array(v, k) for k, v in shape_inputs.items()]), feeds
+    inputs += [helper.make_tensor_value_info(k, ELEM[v.dtype], [len(v)]) for k, v in shape_inputs.items()]
+    return model([node], inputs, [output]), feeds | shape_inputs
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "runtime"])
+@pytest.mark.parametrize("case", BROADCASTS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-{c[3]}-{c[4]}-{c[5]}")
+def test_broadcast(case: tuple, static: bool) -> None:
+    op, mode, axis, data_shape, target, axes, dtype, at_run_time = case
+    if not static and not at_run_time:
+        pytest.skip("with run-time shapes OpenVINO crashes or errs on this case (see onnx_bcast.openvino)")
+    proto, feeds = broadcast_model(op, mode, axis, data_shape, target, axes, dtype, static)
+    for _, ours, got in run_both(proto, feeds):
+        assert_identical(got, ours)
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "runtime"])
+def test_broadcast_int32_target(static: bool) -> None:
+    proto, feeds = broadcast_model("Broadcast", "explicit", -1, (3,), (2, 3), (1,), np.float32, static, np.int32)
+    for _, ours, got in run_both(proto, feeds):
+        assert_identical(got, ours)
+
+
+def test_target_from_shape_of_a_static_tensor_is_checked_when_reading() -> None:
+    """``Shape`` of a static tensor folds to a constant target: the SPEC difference (duplicate axes) is caught."""
+    nodes = [helper.make_node("Shape", ["like"], ["target"]),
+             helper.make_node("Broadcast", ["data", "target", "axes"], ["output"], domain="onnx_bcast",
+                              mode="explicit")]
+    inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, [3, 1]),
+              helper.make_tensor_value_info("like", TensorProto.FLOAT, [2, 3, 1])]
+    proto = model(nodes, inputs, [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)],
+                  [numpy_helper.from_array(np.array([1, 1], np.int64), "axes")])
+    with pytest.raises(onnx_bcast.BroadcastError) as expected:
+        onnx_bcast.broadcast_shape((3, 1), (2, 3, 1), (1, 1), mode="explicit")
+    with pytest.raises(onnx_bcast.BroadcastError, match=re.escape(str(expected.value))):
+        read_model(proto)
+
+
+# --- BroadcastV0 / BroadcastLikeV0 -------------------------------------------------------------------------------
+
+V0_CASES = [  # (arg shape, shape, broadcast_axes, dtype, also at run time)
+    ((8,), (2, 8, 3), (0, 2), np.float32, True),
+    ((), (2, 3), (0, 1), np.int32, True),
+    ((2, 3), (2, 3), (), np.float32, True),
+    ((2, 3), (2, 4, 3), (1,), np.bool_, True),
+    ((0,), (2, 0), (0,), np.float32, False),
+]
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "runtime"])
+@pytest.mark.parametrize("case", V0_CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_broadcast_v0(case: tuple, static: bool) -> None:
+    arg_shape, shape, axes, dtype, at_run_time = case
+    if not static and not at_run_time:
+        pytest.skip("OpenVINO's Broadcast crashes on a 0-size arg dim known only at run time")
+    node = helper.make_node("BroadcastV0", ["arg"], ["output"], domain="onnx_bcast", shape=list(shape))
+    node.attribute.append(helper.make_attribute("broadcast_axes", list(axes), attr_type=onnx.AttributeProto.INTS))
+    elem = ELEM[np.dtype(dtype)]
+    proto = model([node], [helper.make_tensor_value_info("arg", elem, dims(arg_shape, static, "a"))],
+                  [helper.make_tensor_value_info("output", elem, None)])
+    feeds = {"arg": values("Add", arg_shape, dtype, np.random.default_rng(0), "A")}
+    for _, ours, got in run_both(proto, feeds):
+        assert_identical(got, ours)
+
+
+LIKE_CASES = [  # (arg shape, like shape, initial_broadcast_axes)
+    ((2, 3), (2, 3, 4), ()),
+    ((3,), (2, 3), (0,)),
+    ((2, 1), (2, 1, 5), ()),
+    ((2, 3), (2, 4, 3), (1,)),
+]
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "runtime"])
+@pytest.mark.parametrize("case", LIKE_CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_broadcast_like_v0(case: tuple, static: bool) -> None:
+    arg_shape, like_shape, axes = case
+    if not static and not axes:
+        pytest.skip("deduced axes need static shapes (test_like_v0_deduced_axes_need_static_shapes)")
+    node = helper.make_node("BroadcastLikeV0", ["arg", "like"], ["output"], domain="onnx_bcast")
+    if axes:
+        node.attribute.append(helper.make_attribute("initial_broadcast_axes", list(axes)))
+    rng = np.random.default_rng(1)
+    feeds = {"arg": values("Add", arg_shape, np.float32, rng, "A"), "like": np.zeros(like_shape, np.int32)}
+    proto = model([node], [helper.make_tensor_value_info("arg", TensorProto.FLOAT, dims(arg_shape, static, "a")),
+                           helper.make_tensor_value_info("like", TensorProto.INT32, dims(like_shape, static, "l"))],
+                  [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)])
+    for _, ours, got in run_both(proto, feeds):
+        assert_identical(got, ours)
+
+
+def test_like_v0_deduced_axes_need_static_shapes() -> None:
+    node = helper.make_node("BroadcastLikeV0", ["arg", "like"], ["output"], domain="onnx_bcast")
+    proto = model([node], [helper.make_tensor_value_info("arg", TensorProto.FLOAT, ["n", 3]),
+                           helper.make_tensor_value_info("like", TensorProto.FLOAT, ["n", 3, 4])],
+                  [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)])
+    with pytest.raises(NotImplementedError, match="give initial_broadcast_axes or static shapes"):
+        read_model(proto)
+
+
+# --- elementwise -------------------------------------------------------------------------------------------------
+
+# (rule spelling, axis, A shape, B shape): pdpd right-aligned, at an axis, with trailing 1s past A's end, scalar B
+ELEMENTWISE_SHAPES = [
+    ("none", -1, (2, 3), (2, 3)),
+    ("Explicit", -1, (2, 3), (2, 3)),
+    ("numpy", -1, (2, 1, 3), (4, 1)),
+    ("pdpd", -1, (2, 3, 4), (3, 4)),
+    ("PDPD", 1, (2, 3, 4, 2), (3, 4)),
+    ("pdpd", 1, (2, 3), (3, 1)),
+    ("pdpd", 0, (2, 3, 4), (2, 1, 4)),
+    ("pdpd", -1, (2, 3), ()),
+]
+
+
+def op_dtypes(op: str) -> list[tuple[np.dtype, np.dtype, dict]]:
+    """(A's dtype, B's dtype, attributes) compared for ``op``."""
+    if op in LOGICAL_OPS:
+        return [(np.dtype(np.bool_),) * 2 + ({},)]
+    if op == "Mod":
+        return [(np.dtype(np.int32),) * 2 + ({"fmod": 0},), (np.dtype(np.int32),) * 2 + ({"fmod": 1},),
+                (np.dtype(np.float32),) * 2 + ({"fmod": 1},), (np.dtype(np.float32),) * 2 + ({"fmod": 0},)]
+    if op == "Pow":
+        return [(np.dtype(np.float32),) * 2 + ({},), (np.dtype(np.int32),) * 2 + ({},),
+                (np.dtype(np.float32), np.dtype(np.int32), {}), (np.dtype(np.int32), np.dtype(np.float32), {})]
+    return [(np.dtype(np.float32),) * 2 + ({},), (np.dtype(np.int32),) * 2 + ({},)]
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "runtime"])
+@pytest.mark.parametrize("shapes", ELEMENTWISE_SHAPES, ids=lambda s: f"{s[0]}-{s[1]}-{s[2]}-{s[3]}")
+@pytest.mark.parametrize("op", ELEMENTWISE_OPS)
+def test_elementwise(op: str, shapes: tuple, static: bool) -> None:
+    """One model per op x rule x shapes, a node per element type (one compile, one session)."""
+    rule, axis, a_shape, b_shape = shapes
+    nodes, inputs, outputs, feeds, firsts = [], [], [], {}, {}
+    rng = np.random.default_rng(7)
+    for k, (a_dtype, b_dtype, attrs) in enumerate(op_dtypes(op)):
+        nodes.append(helper.make_node(op, [f"A{k}", f"B{k}"], [f"C{k}"], domain="onnx_bcast", auto_broadcast=rule,
+                                      axis=axis, **attrs))
+        out_elem = TensorProto.BOOL if op in COMPARISON_OPS or op in LOGICAL_OPS else ELEM[a_dtype]
+        inputs += [helper.make_tensor_value_info(f"A{k}", ELEM[a_dtype], dims(a_shape, static, "a")),
+                   helper.make_tensor_value_info(f"B{k}", ELEM[b_dtype], dims(b_shape, static, "b"))]
+        outputs.append(helper.make_tensor_value_info(f"C{k}", out_elem, None))
+        feeds[f"A{k}"] = values(op, a_shape, a_dtype, rng, "A")
+        feeds[f"B{k}"] = values(op, b_shape, b_dtype, rng, "B")
+        if op == "Pow" and a_dtype != b_dtype and b_dtype.kind == "f":
+            feeds[f"B{k}"] = np.asarray(feeds[f"B{k}"] + np.float32(0.5))  # ONNX Runtime's double pow, truncated
+        firsts[f"C{k}"] = feeds[f"A{k}"]
+    for name, ours, got in run_both(model(nodes, inputs, outputs), feeds):
+        assert_values_equal(op, got, ours, firsts[name])
+
+
+@pytest.mark.parametrize("op", ["Add", "Less", "Mod"])
+def test_elementwise_zero_size(op: str) -> None:
+    """SPEC's pdpd 0-size rule: a size-1 B dim meets a 0-size A dim (OpenVINO's own pdpd rejects that)."""
+    attrs = {"fmod": 1} if op == "Mod" else {}
+    node = helper.make_node(op, ["A", "B"], ["C"], domain="onnx_bcast", auto_broadcast="pdpd", axis=0, **attrs)
+    out_elem = TensorProto.BOOL if op == "Less" else TensorProto.FLOAT
+    proto = model([node], [helper.make_tensor_value_info("A", TensorProto.FLOAT, [2, 0, 3]),
+                           helper.make_tensor_value_info("B", TensorProto.FLOAT, [2, 1])],
+                  [helper.make_tensor_value_info("C", out_elem, None)])
+    feeds = {"A": np.zeros((2, 0, 3), np.float32), "B": np.ones((2, 1), np.float32)}
+    for _, ours, got in run_both(proto, feeds):
+        assert_identical(got, ours)
+
+
+# --- statically invalid models: our BroadcastError when reading ---------------------------------------------------
+
+
+def _expected_error(check) -> str:
+    with pytest.raises(onnx_bcast.BroadcastError) as err:
+        check()
+    return str(err.value)
+
+
+INVALID = [
+    # (id, model, the same check with onnx-bcast's rule), where SPEC §2 deliberately differs from OpenVINO
+    ("explicit-duplicate-axes", broadcast_model("Broadcast", "explicit", -1, (3, 1), (2, 3, 1), (1, 1), np.float32,
+                                                True)[0],
+     lambda: onnx_bcast.broadcast_shape((3, 1), (2, 3, 1), (1, 1), mode="explicit")),
+    ("negative-target-dim", broadcast_model("Broadcast", "numpy", -1, (3,), (-1, 3), None, np.float32, True)[0],
+     lambda: onnx_bcast.broadcast_shape((3,), (-1, 3))),
+    ("pdpd-data-past-target", broadcast_model("Expand", "pdpd", 1, (3, 4, 5), (2, 3, 4), None, np.float32, True)[0],
+     lambda: onnx_bcast.broadcast_shape((3, 4, 5), (2, 3, 4), mode="pdpd", axis=1, op="Expand")),
+    ("pdpd-scalar-axis-past-target", broadcast_model("Broadcast", "pdpd", 5, (), (2, 3), None, np.float32, True)[0],
+     lambda: onnx_bcast.broadcast_shape((), (2, 3), mode="pdpd", axis=5)),
+    ("unknown-mode", broadcast_model("Broadcast", "bogus", -1, (3,), (2, 3), None, np.float32, True)[0],
+     lambda: onnx_bcast.broadcast_shape((3,), (2, 3), mode="bogus")),
+]
+
+
+def _elementwise_model(op: str, rule: str, axis: int, a: list, b: list) -> onnx.ModelProto:
+    node = helper.make_node(op, ["A", "B"], ["C"], domain="onnx_bcast", auto_broadcast=rule, axis=axis)
+    return model([node], [helper.make_tensor_value_info("A", TensorProto.FLOAT, a),
+                          helper.make_tensor_value_info("B", TensorProto.FLOAT, b)],
+                 [helper.make_tensor_value_info("C", TensorProto.FLOAT, None)])
+
+
+def _v0_model(arg: list, shape: list, axes: list) -> onnx.ModelProto:
+    node = helper.make_node("BroadcastV0", ["arg"], ["output"], domain="onnx_bcast", shape=shape,
+                            broadcast_axes=axes)
+    return model([node], [helper.make_tensor_value_info("arg", TensorProto.FLOAT, arg)],
+                 [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)])
+
+
+INVALID += [
+    ("pdpd-zero-b-vs-one-a", _elementwise_model("Mul", "pdpd", -1, [2, 1], [0]),
+     lambda: onnx_bcast.elementwise_shape((2, 1), (0,), auto_broadcast="pdpd", op="Mul")),
+    ("none-shapes-differ", _elementwise_model("Sub", "none", -1, [2, 3], [1, 3]),
+     lambda: onnx_bcast.elementwise_shape((2, 3), (1, 3), auto_broadcast="none", op="Sub")),
+    ("v0-no-size-1-stretching", _v0_model([1], [2, 3], [0]),
+     lambda: onnx_bcast.broadcast_v0(np.zeros(1), [2, 3], [0])),
+    ("v0-duplicate-axes", _v0_model([3], [2, 2, 3], [0, 0]),
+     lambda: onnx_bcast.broadcast_v0(np.zeros(3), [2, 2, 3], [0, 0])),
+]
+
+
+@pytest.mark.parametrize(("name", "proto", "check"), INVALID, ids=[c[0] for c in INVALID])
+def test_statically_invalid_model_raises_our_error(name: str, proto: onnx.ModelProto, check) -> None:
+    expected = _expected_error(check)
+    with pytest.raises(RuntimeError, match=re.escape(expected)):  # OpenVINO's read_model wraps it, text and all
+        core().read_model(proto.SerializeToString())
+    with pytest.raises(onnx_bcast.BroadcastError) as err:  # onnx_bcast.openvino.read_model unwraps it
+        read_model(proto)
+    assert str(err.value) == expected
+
+
+@pytest.mark.parametrize(("proto", "shown"), [
+    (broadcast_model("Broadcast", "pdpd", 1, (3, 4, 5), (2, 3, 4), None, np.float32, False)[0],
+     "data (?, ?, ?), 3 target_shape values known at run time"),
+    (_elementwise_model("Add", "pdpd", 1, ["n", 3], [3, 2]), "A (?, 3), B (3, 2)"),
+    (_v0_model(["n", 4], [2, 3, 5], [0]), "arg (?, 4)"),
+], ids=["pdpd-ranks", "elementwise-pdpd-dims", "v0-dims"])
+def test_invalid_whatever_the_unknown_dims_raises_when_reading(proto: onnx.ModelProto, shown: str) -> None:
+    with pytest.raises(onnx_bcast.BroadcastError, match=re.escape(shown)):
+        read_model(proto)
+
+
+# --- run time: what OpenVINO does where only run-time values show the error ----------------------------------------
+
+
+@pytest.mark.parametrize(("proto", "feeds", "valid"), [
+    (broadcast_model("Broadcast", "numpy", -1, (3,), (2, 4), None, np.float32, False)[0],
+     {"data": np.ones(3, np.float32), "target_shape": np.array([2, 4], np.int64)},
+     {"data": np.ones(3, np.float32), "target_shape": np.array([2, 3], np.int64)}),
+    (broadcast_model("Broadcast", "explicit", -1, (3, 2), (2, 3, 3), (1, 2), np.float32, False)[0],
+     {"data": np.ones((3, 2), np.float32), "target_shape": np.array([2, 3, 3], np.int64),
+      "axes_mapping": np.array([2, 1], np.int64)},
+     {"data": np.ones((3, 2), np.float32), "target_shape": np.array([2, 3, 2], np.int64),
+      "axes_mapping": np.array([1, 2], np.int64)}),
+    (broadcast_model("Broadcast", "numpy", -1, (3,), (2, 3), None, np.float32, False)[0],
+     {"data": np.ones(3, np.float32), "target_shape": np.array([-1, 3], np.int64)},
+     {"data": np.ones(3, np.float32), "target_shape": np.array([1, 3], np.int64)}),
+    (_elementwise_model("Add", "pdpd", 1, ["n", "m"], ["k", "j"]),
+     {"A": np.ones((2, 3), np.float32), "B": np.ones((3, 2), np.float32)},
+     {"A": np.ones((2, 3), np.float32), "B": np.ones((3, 1), np.float32)}),
+], ids=["numpy-dims", "explicit-unsorted-axes", "negative-dim", "pdpd-b-sticks-out"])
+def test_invalid_at_run_time_raises_runtime_error(proto: onnx.ModelProto, feeds: dict, valid: dict) -> None:
+    """Measured behaviour (onnx_bcast.openvino's notes): OpenVINO's RuntimeError, and the request stays usable."""
+    session = onnx_bcast.InferenceSession(proto)
+    with pytest.raises(onnx_bcast.BroadcastError):
+        session.run(None, feeds)
+    compiled = core().compile_model(read_model(proto), "CPU")
+    request = compiled.create_infer_request()
+    with pytest.raises(RuntimeError):
+        request.infer(feeds)
+    assert_identical(np.asarray(request.infer(valid)[0]), session.run(None, valid)[0])
