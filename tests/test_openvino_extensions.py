@@ -1,16 +1,19 @@
 """onnx_bcast.openvino: our ops read by OpenVINO's ONNX frontend, compiled for CPU, equal to InferenceSession.
 
 Every bundled model and a one-node model per op x mode is read with ``openvino.Core().read_model`` plus
-``extensions()``, compiled for CPU and run on the inputs ``onnx_bcast.InferenceSession`` gets: broadcasts must be
-bit-identical; arithmetic as the OpenVINO elementwise oracle tests compare it. Statically invalid models must fail
-when read, with our ``BroadcastError`` text.
+``extensions()``, compiled for CPU and run on the inputs ``onnx_bcast.InferenceSession`` gets: data movement must
+be bit-identical; arithmetic as the OpenVINO elementwise oracle tests compare it. The backprop ops (not run by
+InferenceSession yet) are compared with numpy formulas written here. Statically invalid models must fail when read,
+with our ``BroadcastError`` naming the node.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -22,20 +25,28 @@ from onnx import TensorProto, helper, numpy_helper
 import onnx_bcast
 from onnx_bcast.inputs import random_feeds
 from onnx_bcast.models import bundled_models
+from onnx_bcast.ops import OP_SPECS
+from onnx_bcast.ops import backprop as backprop_ops
 from tests.elementwise_util import COMPARISON_OPS, LOGICAL_OPS
 from tests.elementwise_util import values as scalar_or_array
 
 ov = pytest.importorskip("openvino")
 
-from onnx_bcast.openvino import ELEMENTWISE_OPS, OPS, extensions, read_model  # noqa: E402
+import onnx_bcast.openvino as ov_ext  # noqa: E402
+from onnx_bcast.openvino import converter_for, converters, extensions, read_model  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 #: Compile for exact float32 arithmetic (on CPUs with bf16 support the plugin's default precision may be lower).
 COMPILE_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
 OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)]
 ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32,
-        np.dtype(np.int64): TensorProto.INT64, np.dtype(np.bool_): TensorProto.BOOL}
+        np.dtype(np.int64): TensorProto.INT64, np.dtype(np.bool_): TensorProto.BOOL,
+        np.dtype(np.float16): TensorProto.FLOAT16}
 #: Standard ops that compute new float values (the bundled models' others only move data).
 ARITHMETIC = {"Add", "Sub", "Mul", "Div", "Pow", "MatMul", "Gemm", "Sum", "Mean"}
+BACKPROP_OPS = ("BroadcastBackprop", "BroadcastV0Backprop", "Unbroadcast")
+NODE = "node_under_test"  # the name of every one-node model's node
+ELEMENTWISE_OPS = tuple(spec.name for spec in OP_SPECS if spec.family == "elementwise")
 
 
 @cache
@@ -45,19 +56,24 @@ def core() -> ov.Core:
     return c
 
 
+def run_openvino(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """OpenVINO CPU's outputs by name, the model read with ``core.read_model`` plus our extensions."""
+    compiled = core().compile_model(core().read_model(model.SerializeToString()), "CPU", COMPILE_CONFIG)
+    results = compiled(feeds)
+    return {o.name: np.asarray(results[compiled.output(o.name)]) for o in model.graph.output}
+
+
 def run_both(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(output name, InferenceSession's result, OpenVINO CPU's result) per output."""
     session = onnx_bcast.InferenceSession(model)
     ours = session.run(None, feeds)
-    compiled = core().compile_model(core().read_model(model.SerializeToString()), "CPU", COMPILE_CONFIG)
-    results = compiled(feeds)
-    names = [o.name for o in session.get_outputs()]
-    return [(name, mine, np.asarray(results[compiled.output(name)])) for name, mine in zip(names, ours, strict=True)]
+    got = run_openvino(model, feeds)
+    return [(o.name, mine, got[o.name]) for o, mine in zip(session.get_outputs(), ours, strict=True)]
 
 
 def assert_identical(got: np.ndarray, expected: np.ndarray) -> None:
-    assert (got.dtype, got.shape) == (expected.dtype, expected.shape)
-    assert got.tobytes() == expected.tobytes(), (got, expected)
+    np.testing.assert_array_equal(got, expected, strict=True)
+    assert got.tobytes() == expected.tobytes()  # also the sign of zeros and NaN payloads
 
 
 def assert_values_equal(op: str, got: np.ndarray, expected: np.ndarray, a: np.ndarray) -> None:
@@ -86,16 +102,46 @@ def dims(shape: tuple[int, ...], static: bool, prefix: str) -> list:
     return list(shape) if static else [f"{prefix}{i}" for i in range(len(shape))]
 
 
+# --- the package: imports and completeness ------------------------------------------------------------------------
+
+
+def _child(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
 def test_import_onnx_bcast_does_not_import_openvino() -> None:
-    code = "import sys, onnx_bcast, onnx_bcast.openvino; assert 'openvino' not in sys.modules, 'imported'"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
+    done = _child("import sys, onnx_bcast; onnx_bcast.InferenceSession; assert 'openvino' not in sys.modules")
+    assert done.returncode == 0, done.stderr
 
 
-def test_every_forward_op_has_an_extension() -> None:
-    from onnx_bcast.ops import broadcast, broadcast_v0, elementwise
+def test_without_openvino_the_import_error_names_the_extra() -> None:
+    done = _child("import sys; sys.modules['openvino'] = None\n"
+                  "try:\n    import onnx_bcast.openvino\n"
+                  "except ImportError as err:\n    print(err)\nelse:\n    print('imported')")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ("onnx_bcast.openvino needs OpenVINO, which is not installed: "
+                                   "pip install 'onnx-bcast[openvino]'")
 
-    assert set(OPS) == {spec.name for spec in broadcast.SPECS + broadcast_v0.SPECS + elementwise.SPECS}
-    assert len(extensions()) == len(OPS) == 20
+
+@pytest.mark.parametrize("spec", OP_SPECS + backprop_ops.SPECS, ids=lambda s: s.name)
+def test_every_op_spec_has_a_mapping(spec) -> None:
+    assert converter_for(spec) is not None, f"{spec.name}: no OpenVINO mapping in onnx_bcast.openvino"
+
+
+def test_extensions_cover_the_domain() -> None:
+    names = list(converters())
+    assert names == [spec.name for spec in OP_SPECS] + [op for op in BACKPROP_OPS
+                                                        if op not in {s.name for s in OP_SPECS}]
+    assert len(extensions()) == len(names) == len(set(names))
+
+
+def test_an_op_spec_without_a_mapping_is_reported(monkeypatch, caplog) -> None:
+    unknown = replace(OP_SPECS[0], name="Frobnicate")
+    monkeypatch.setattr(ov_ext, "OP_SPECS", (*OP_SPECS, unknown))
+    assert converter_for(unknown) is None
+    with caplog.at_level(logging.WARNING, logger="onnx_bcast.openvino"):
+        assert "Frobnicate" not in converters()
+    assert "no OpenVINO mapping for onnx_bcast op Frobnicate" in caplog.text
 
 
 # --- bundled models ----------------------------------------------------------------------------------------------
@@ -135,6 +181,7 @@ BROADCASTS = [
     ("Broadcast", "explicit", -1, (), (2, 3), (), np.float32, False),
     ("Broadcast", "pdpd", 1, (3, 1), (2, 3, 5), None, np.float32, True),
     ("Expand", "pdpd", -1, (3, 4), (2, 1, 4), None, np.float32, True),
+    ("Expand", "pdpd", 1, (3, 1), (2, 3, 4), None, np.int32, True),
     ("Broadcast", "Pdpd", 2, (), (2, 3), None, np.bool_, False),
     ("Broadcast", "pdpd", 0, (2, 3), (2, 3), None, np.float32, True),
     # zero-size and no-op broadcasts: OpenVINO's Broadcast crashes or errs on several of them with static shapes
@@ -158,7 +205,7 @@ def broadcast_model(op: str, mode: str | None, axis: int, data_shape: tuple, tar
     if axes is not None:
         shape_inputs["axes_mapping"] = np.array(axes, np.int64)
     attrs = {"axis": axis} | ({"mode": mode} if mode is not None else {})
-    node = helper.make_node(op, ["data", *shape_inputs], ["output"], domain="onnx_bcast", **attrs)
+    node = helper.make_node(op, ["data", *shape_inputs], ["output"], domain="onnx_bcast", name=NODE, **attrs)
     inputs = [helper.make_tensor_value_info("data", ELEM[np.dtype(dtype)], dims(data_shape, static, "d"))]
     output = helper.make_tensor_value_info("output", ELEM[np.dtype(dtype)], None)
     feeds = {"data": data}
@@ -187,18 +234,20 @@ def test_broadcast_int32_target(static: bool) -> None:
 
 
 def test_target_from_shape_of_a_static_tensor_is_checked_when_reading() -> None:
-    """``Shape`` of a static tensor folds to a constant target: the SPEC difference (duplicate axes) is caught."""
-    nodes = [helper.make_node("Shape", ["like"], ["target"]),
-             helper.make_node("Broadcast", ["data", "target", "axes"], ["output"], domain="onnx_bcast",
-                              mode="explicit")]
-    inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, [3, 1]),
-              helper.make_tensor_value_info("like", TensorProto.FLOAT, [2, 3, 1])]
-    proto = model(nodes, inputs, [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)],
-                  [numpy_helper.from_array(np.array([1, 1], np.int64), "axes")])
-    with pytest.raises(onnx_bcast.BroadcastError) as expected:
-        onnx_bcast.broadcast_shape((3, 1), (2, 3, 1), (1, 1), mode="explicit")
-    with pytest.raises(onnx_bcast.BroadcastError, match=re.escape(str(expected.value))):
-        read_model(proto)
+    """``Shape`` of a static tensor folds to a constant target: the SPEC difference (duplicate axes) is caught.
+    An unnamed node is named as OpenVINO names it: by its first output."""
+    for name, shown in ((NODE, NODE), ("", "output")):
+        nodes = [helper.make_node("Shape", ["like"], ["target"]),
+                 helper.make_node("Broadcast", ["data", "target", "axes"], ["output"], domain="onnx_bcast",
+                                  name=name, mode="explicit")]
+        inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, [3, 1]),
+                  helper.make_tensor_value_info("like", TensorProto.FLOAT, [2, 3, 1])]
+        proto = model(nodes, inputs, [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)],
+                      [numpy_helper.from_array(np.array([1, 1], np.int64), "axes")])
+        expected = _expected_error(lambda: onnx_bcast.broadcast_shape((3, 1), (2, 3, 1), (1, 1), mode="explicit"))
+        with pytest.raises(onnx_bcast.BroadcastError) as err:
+            read_model(proto)
+        assert str(err.value) == str(expected.with_node(shown))
 
 
 # --- BroadcastV0 / BroadcastLikeV0 -------------------------------------------------------------------------------
@@ -329,13 +378,103 @@ def test_elementwise_zero_size(op: str) -> None:
         assert_identical(got, ours)
 
 
+# --- backprop ops: numpy formulas written here (and the kernels agree with them) ----------------------------------
+
+
+def backprop_model(op: str, attrs: dict, delta_shape: tuple, dtype: type, shape_inputs: dict[str, tuple],
+                   static: bool, outputs: int = 1) -> tuple[onnx.ModelProto, dict]:
+    """``op(delta, *shape_inputs)``: shape inputs as initializers and delta's dims static, or all at run time."""
+    node = helper.make_node(op, ["delta", *shape_inputs], [f"grad{i}" for i in range(outputs)], domain="onnx_bcast",
+                            name=NODE, **attrs)
+    elem = ELEM[np.dtype(dtype)]
+    arrays = {k: np.array(v, np.int64) for k, v in shape_inputs.items()}
+    delta = np.random.default_rng(3).integers(-4, 5, delta_shape).astype(dtype)  # sums exact in any order
+    inputs = [helper.make_tensor_value_info("delta", elem, dims(delta_shape, static, "d"))]
+    outs = [helper.make_tensor_value_info(f"grad{i}", elem, None) for i in range(outputs)]
+    if static:
+        return model([node], inputs, outs, [numpy_helper.from_array(v, k) for k, v in arrays.items()]), {"delta": delta}
+    inputs += [helper.make_tensor_value_info(k, TensorProto.INT64, [len(v)]) for k, v in arrays.items()]
+    return model([node], inputs, outs), {"delta": delta} | arrays
+
+
+def summed(delta: np.ndarray, axes: tuple[int, ...], shape: tuple[int, ...] | None, keepdims: bool = True
+           ) -> np.ndarray:
+    """``delta`` summed over ``axes`` (float16 in float32, rounded once), reshaped to ``shape``."""
+    acc = np.float32 if delta.dtype == np.float16 else delta.dtype
+    total = np.sum(delta, axis=axes, dtype=acc, keepdims=keepdims).astype(delta.dtype)
+    return total if shape is None else total.reshape(shape)
+
+
+# (mode, axis, delta shape, data_shape, axes_mapping, the axes summed, written by hand, dtype)
+BACKPROPS = [
+    ("numpy", -1, (2, 3, 4), (3, 1), None, (0, 2), np.float32),
+    ("numpy", -1, (2, 3), (2, 3), None, (), np.int32),
+    ("bidirectional", -1, (2, 3, 4), (1, 3, 1), None, (0, 2), np.float32),
+    ("explicit", -1, (2, 3, 4), (3,), (1,), (0, 2), np.float32),
+    ("explicit", -1, (2, 3, 4), (3, 1), (1, 2), (0, 2), np.float16),
+    ("pdpd", 1, (2, 3, 5), (3, 1), None, (0, 2), np.float32),
+    ("pdpd", -1, (2, 3, 4), (3, 4), None, (0,), np.int32),
+    ("numpy", -1, (2, 0), (1, 0), None, (0,), np.float32),
+    ("numpy", -1, (0, 3), (1, 3), None, (0,), np.float32),
+]
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "runtime"])
+@pytest.mark.parametrize("case", BACKPROPS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-{c[3]}-{c[4]}")
+def test_broadcast_backprop(case: tuple, static: bool) -> None:
+    mode, axis, delta_shape, data_shape, axes, summed_axes, dtype = case
+    shape_inputs = {"data_shape": data_shape} | ({"axes_mapping": axes} if axes is not None else {})
+    proto, feeds = backprop_model("BroadcastBackprop", {"mode": mode, "axis": axis}, delta_shape, dtype,
+                                  shape_inputs, static)
+    expected = summed(feeds["delta"], summed_axes, data_shape)
+    assert_identical(onnx_bcast.broadcast_backprop(feeds["delta"], data_shape, axes, mode=mode, axis=axis), expected)
+    assert_identical(run_openvino(proto, feeds)["grad0"], expected)
+
+
+@pytest.mark.parametrize("case", [((2, 8, 3), (0, 2)), ((2, 3), ()), ((4,), (0,))], ids=str)
+def test_broadcast_v0_backprop(case: tuple) -> None:
+    delta_shape, axes = case
+    node_attrs = {"broadcast_axes": list(axes)} if axes else {}
+    proto, feeds = backprop_model("BroadcastV0Backprop", node_attrs, delta_shape, np.float32, {}, True)
+    if not axes:  # an empty ints attribute needs its type spelled out
+        proto.graph.node[0].attribute.append(helper.make_attribute("broadcast_axes", [], attr_type=onnx.AttributeProto.INTS))
+    expected = summed(feeds["delta"], axes, None, keepdims=False)
+    assert_identical(onnx_bcast.broadcast_v0_backprop(feeds["delta"], axes), expected)
+    assert_identical(run_openvino(proto, feeds)["grad0"], expected)
+
+
+# (auto_broadcast, axis, A shape, B shape, delta shape, A's summed axes, B's summed axes, written by hand)
+UNBROADCASTS = [
+    ("numpy", -1, (2, 1, 3), (4, 1), (2, 4, 3), (1,), (0, 2)),
+    ("none", -1, (2, 3), (2, 3), (2, 3), (), ()),
+    ("pdpd", 1, (2, 3, 4, 2), (3, 4), (2, 3, 4, 2), (), (0, 3)),
+    ("pdpd", 1, (2, 3), (3, 1), (2, 3), (), (0,)),
+    ("pdpd", -1, (2, 3), (), (2, 3), (), (0, 1)),
+]
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "runtime"])
+@pytest.mark.parametrize("case", UNBROADCASTS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-{c[3]}")
+def test_unbroadcast(case: tuple, static: bool) -> None:
+    rule, axis, a_shape, b_shape, delta_shape, summed_a, summed_b = case
+    proto, feeds = backprop_model("Unbroadcast", {"auto_broadcast": rule, "axis": axis}, delta_shape, np.float32,
+                                  {"a_shape": a_shape, "b_shape": b_shape}, static, outputs=2)
+    expected = [summed(feeds["delta"], summed_a, a_shape), summed(feeds["delta"], summed_b, b_shape)]
+    for kernel, formula in zip(onnx_bcast.unbroadcast(feeds["delta"], a_shape, b_shape, auto_broadcast=rule,
+                                                      axis=axis), expected, strict=True):
+        assert_identical(kernel, formula)
+    got = run_openvino(proto, feeds)
+    assert_identical(got["grad0"], expected[0])
+    assert_identical(got["grad1"], expected[1])
+
+
 # --- statically invalid models: our BroadcastError when reading ---------------------------------------------------
 
 
-def _expected_error(check) -> str:
+def _expected_error(check) -> onnx_bcast.BroadcastError:
     with pytest.raises(onnx_bcast.BroadcastError) as err:
         check()
-    return str(err.value)
+    return err.value
 
 
 INVALID = [
@@ -355,14 +494,14 @@ INVALID = [
 
 
 def _elementwise_model(op: str, rule: str, axis: int, a: list, b: list) -> onnx.ModelProto:
-    node = helper.make_node(op, ["A", "B"], ["C"], domain="onnx_bcast", auto_broadcast=rule, axis=axis)
+    node = helper.make_node(op, ["A", "B"], ["C"], domain="onnx_bcast", name=NODE, auto_broadcast=rule, axis=axis)
     return model([node], [helper.make_tensor_value_info("A", TensorProto.FLOAT, a),
                           helper.make_tensor_value_info("B", TensorProto.FLOAT, b)],
                  [helper.make_tensor_value_info("C", TensorProto.FLOAT, None)])
 
 
 def _v0_model(arg: list, shape: list, axes: list) -> onnx.ModelProto:
-    node = helper.make_node("BroadcastV0", ["arg"], ["output"], domain="onnx_bcast", shape=shape,
+    node = helper.make_node("BroadcastV0", ["arg"], ["output"], domain="onnx_bcast", name=NODE, shape=shape,
                             broadcast_axes=axes)
     return model([node], [helper.make_tensor_value_info("arg", TensorProto.FLOAT, arg)],
                  [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)])
@@ -377,17 +516,34 @@ INVALID += [
      lambda: onnx_bcast.broadcast_v0(np.zeros(1), [2, 3], [0])),
     ("v0-duplicate-axes", _v0_model([3], [2, 2, 3], [0, 0]),
      lambda: onnx_bcast.broadcast_v0(np.zeros(3), [2, 2, 3], [0, 0])),
+    ("backprop-delta-not-an-output", backprop_model("BroadcastBackprop", {}, (2, 3), np.float32,
+                                                    {"data_shape": (3, 2)}, True)[0],
+     lambda: onnx_bcast.broadcast_backprop(np.zeros((2, 3), np.float32), (3, 2))),
+    ("backprop-explicit-duplicate-axes", backprop_model("BroadcastBackprop", {"mode": "explicit"}, (2, 3, 1),
+                                                        np.float32, {"data_shape": (3, 1), "axes_mapping": (1, 1)},
+                                                        True)[0],
+     lambda: onnx_bcast.broadcast_backprop(np.zeros((2, 3, 1), np.float32), (3, 1), (1, 1), mode="explicit")),
+    ("v0-backprop-duplicate-axes", backprop_model("BroadcastV0Backprop", {"broadcast_axes": [0, 0]}, (2, 3),
+                                                  np.float32, {}, True)[0],
+     lambda: onnx_bcast.broadcast_v0_backprop(np.zeros((2, 3), np.float32), (0, 0))),
+    ("unbroadcast-none-shapes-differ", backprop_model("Unbroadcast", {"auto_broadcast": "none"}, (2, 3), np.float32,
+                                                      {"a_shape": (2, 3), "b_shape": (1, 3)}, True, 2)[0],
+     lambda: onnx_bcast.unbroadcast(np.zeros((2, 3), np.float32), (2, 3), (1, 3), auto_broadcast="none")),
 ]
 
 
 @pytest.mark.parametrize(("name", "proto", "check"), INVALID, ids=[c[0] for c in INVALID])
 def test_statically_invalid_model_raises_our_error(name: str, proto: onnx.ModelProto, check) -> None:
+    """The kernel's own error, naming the node: quoted by OpenVINO's read_model, re-raised by ours."""
     expected = _expected_error(check)
-    with pytest.raises(RuntimeError, match=re.escape(expected)):  # OpenVINO's read_model wraps it, text and all
+    op = proto.graph.node[0].op_type
+    with pytest.raises(RuntimeError) as wrapped:  # OpenVINO's read_model wraps it, text and all
         core().read_model(proto.SerializeToString())
+    assert f"ONNX node '<Node({op}): {NODE}>': BroadcastError: {expected}" in str(wrapped.value)
     with pytest.raises(onnx_bcast.BroadcastError) as err:  # onnx_bcast.openvino.read_model unwraps it
         read_model(proto)
-    assert str(err.value) == expected
+    assert str(err.value) == str(expected.with_node(NODE))
+    assert (err.value.op, err.value.mode, err.value.node) == (op, expected.mode, NODE)
 
 
 @pytest.mark.parametrize(("proto", "shown"), [
@@ -430,3 +586,4 @@ def test_invalid_at_run_time_raises_runtime_error(proto: onnx.ModelProto, feeds:
     with pytest.raises(RuntimeError):
         request.infer(feeds)
     assert_identical(np.asarray(request.infer(valid)[0]), session.run(None, valid)[0])
+

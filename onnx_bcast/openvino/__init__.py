@@ -1,0 +1,143 @@
+"""OpenVINO reads onnx-bcast models natively: ONNX-frontend extensions for every op of the ``onnx_bcast`` domain.
+
+Usage (``pip install onnx-bcast[openvino]``)::
+
+    import openvino as ov, onnx_bcast.openvino
+    core = ov.Core(); core.add_extension(onnx_bcast.openvino.extensions())
+    model = core.read_model("model.onnx")
+
+``onnx_bcast.openvino.read_model(path_bytes_or_proto)`` does the same and re-raises an error of ours as itself
+(a ``BroadcastError`` naming the node; ``core.read_model`` wraps it in a ``RuntimeError`` that quotes it).
+``import onnx_bcast`` never imports OpenVINO; importing this package without it is an ``ImportError`` naming the extra.
+
+Mapping (OpenVINO ops of opset13): ``broadcasts`` (Broadcast/Expand every mode -> Broadcast-3 of that mode; V0 and
+LikeV0 -> Broadcast-3 explicit), ``elementwise`` (the 16 ops -> OpenVINO's binary ops with ``auto_broadcast`` and
+its axis), ``backprop`` (ReduceSum over the summed axes + Reshape). Read-time checks: ``checks``. OpenVINO's ONNX
+frontend reads a ``[0]``-shaped constant as a "failsafe" scalar 0; ``graph.input_at`` turns it back into ``[]``.
+
+What is known when the model is read (constants, anything that folds, e.g. ``Shape`` of a static tensor, and the
+data shapes as far as declared) is validated with SPEC §2's rules, so the cases where OpenVINO deliberately differs
+are a ``BroadcastError`` when static: duplicate or unsorted explicit axes, negative target dims (OpenVINO reads -1
+as dynamic, other negatives as 0), pdpd data not covering the target, a pdpd axis outside it, V0 without size-1
+stretching, elementwise pdpd's trailing 1s and 0-size rules. Static 0-size and no-op broadcasts are built as
+reshapes (OpenVINO's CPU plugin dies with SIGFPE or errs on several of them).
+
+Run time: where only run-time values show the error, OpenVINO applies its own rules. Measured with openvino 2026.4.1
+on the CPU plugin, one-node models read with these extensions, every case in its own process
+(``bench/openvino_runtime.py`` prints this table; "value" means OpenVINO returned a result where SPEC §2 errs):
+
+RUNTIME_TABLE
+
+The CPU plugin compiles nothing of unknown rank ("CPU plug-in doesn't support Broadcast operation with dynamic
+rank"), so the rank rules are read-time errors. Also: integer ``Div``/``Mod`` by zero gives the type's minimum (ONNX
+Runtime raises); int64 is computed as int32 by the CPU plugin, so values outside int32 wrap (in broadcasts too).
+"""
+
+from __future__ import annotations
+
+try:
+    import openvino  # noqa: F401
+except ImportError as _missing:
+    raise ImportError("onnx_bcast.openvino needs OpenVINO, which is not installed: "
+                      "pip install 'onnx-bcast[openvino]'", name="openvino") from _missing
+
+import logging  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import threading  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+from openvino.frontend.onnx import ConversionExtension  # noqa: E402
+
+from onnx_bcast.errors import BroadcastError  # noqa: E402
+from onnx_bcast.openvino import backprop, broadcasts, elementwise  # noqa: E402
+from onnx_bcast.ops import OP_SPECS  # noqa: E402
+from onnx_bcast.ops.common import OpSpec  # noqa: E402
+
+DOMAIN = "onnx_bcast"
+Converter = Callable[[Any, str], list]
+logger = logging.getLogger("onnx_bcast.openvino")
+
+_BY_NAME: dict[str, Converter] = {**broadcasts.CONVERTERS, **backprop.CONVERTERS}
+_BY_FAMILY: dict[str, Converter] = {"elementwise": elementwise.elementwise}
+
+
+def converter_for(spec: OpSpec) -> Converter | None:
+    """The function that maps ``spec``'s nodes to OpenVINO, None if there is none."""
+    return _BY_NAME.get(spec.name) or _BY_FAMILY.get(spec.family)
+
+
+def converters() -> dict[str, Converter]:
+    """Op name -> mapping, for every op of ``OP_SPECS``, then the backprop ops not (yet) in the table."""
+    found: dict[str, Converter] = {}
+    for spec in OP_SPECS:
+        convert = converter_for(spec)
+        if convert is None:
+            logger.warning("no OpenVINO mapping for onnx_bcast op %s: OpenVINO cannot read it", spec.name)
+        else:
+            found[spec.name] = convert
+    return found | {name: convert for name, convert in backprop.CONVERTERS.items() if name not in found}
+
+
+def extensions() -> list[ConversionExtension]:
+    """ONNX-frontend ``ConversionExtension``s for every op of the ``onnx_bcast`` domain: pass them to
+    ``core.add_extension`` before ``core.read_model``, or to ``openvino.convert_model(path, extension=...)``."""
+    return [ConversionExtension(name, DOMAIN, _recorded(name, convert)) for name, convert in converters().items()]
+
+
+# --- our errors through read_model --------------------------------------------------------------------------------
+
+_recent = threading.local()
+_NODE = re.compile(r"ONNX node '<Node\([^)]*\): ([^>]*)>': \w+: ")
+
+
+def _recorded(op: str, convert: Converter) -> Callable[[Any], list]:
+    def run(ctx: Any) -> list:
+        try:
+            return convert(ctx, op)
+        except (BroadcastError, NotImplementedError) as err:
+            _recent.errors = [*getattr(_recent, "errors", [])[-15:], err]
+            raise
+    return run
+
+
+def _node_name(text: str, message: str) -> str | None:
+    """The node OpenVINO names in front of ``message`` in its wrapped error text."""
+    for match in _NODE.finditer(text):
+        if text.startswith(message, match.end()):
+            return match.group(1) or None
+    return None
+
+
+def read_model(model: str | os.PathLike | bytes | Any, core: Any = None) -> Any:
+    """``core.read_model(model)`` (an ``openvino.Model``) with our ops read by ``extensions()``.
+
+    ``model``: a path, the serialized bytes or an ``onnx.ModelProto``. Without ``core`` a new ``openvino.Core``
+    with ``extensions()`` is used; a given ``core`` must have them added. OpenVINO wraps an error raised while
+    converting a node into a ``RuntimeError``; ours is re-raised as itself (a ``BroadcastError`` for an invalid
+    node, naming it as OpenVINO does: by its name, or by its first output where it has none), chained to
+    OpenVINO's.
+    """
+    if core is None:
+        core = openvino.Core()
+        core.add_extension(extensions())
+    if hasattr(model, "SerializeToString"):
+        model = model.SerializeToString()
+    _recent.errors = []
+    try:
+        return core.read_model(model) if isinstance(model, bytes) else core.read_model(os.fspath(model))
+    except RuntimeError as wrapped:
+        text = str(wrapped)
+        for err in reversed(_recent.errors):
+            if str(err) in text:
+                node = _node_name(text, str(err))
+                if isinstance(err, BroadcastError):
+                    raise err.with_node(node) from wrapped
+                raise NotImplementedError(f"node '{node}': {err}" if node else str(err)) from wrapped
+        raise
+    finally:
+        _recent.errors = []
+
+
+__all__ = ["DOMAIN", "converter_for", "converters", "extensions", "read_model"]

@@ -1,0 +1,121 @@
+"""Broadcast/Expand (every mode), BroadcastV0 and BroadcastLikeV0 as OpenVINO Broadcast-3 nodes.
+
+``Broadcast``/``Expand`` -> ``Broadcast-3`` with the same mode (pdpd's axis as ``mode.mode.axis``: without it OpenVINO
+takes axis 0, not -1); ``BroadcastV0``/``BroadcastLikeV0`` -> ``Broadcast-3`` explicit with the kept axes as
+``axes_mapping``. A statically known output with a 0-size dim, or equal to the input, is a reshape instead
+(OpenVINO's CPU plugin crashes on several of those broadcasts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.openvino.checks import check_broadcast, check_like_v0, check_v0, deduced_like_axes
+from onnx_bcast.openvino.graph import (
+    Dims,
+    Output,
+    as_shape,
+    attr,
+    create,
+    dims,
+    fmt,
+    fold,
+    i64,
+    index_input,
+    input_at,
+    int_attr,
+    ints,
+    length,
+    ops,
+    optional_input,
+)
+from onnx_bcast.ops.broadcast import canonical_mode
+from onnx_bcast.ops.broadcast_v0 import LIKE_V0, V0
+from onnx_bcast.ops.common import int_vector, target_dims
+
+DEFAULT_MODE = {"Broadcast": "numpy", "Expand": "bidirectional"}
+
+
+def explicit_axes(ctx: Any, op: str, mode: str) -> tuple[Output | None, tuple[int, ...] | None]:
+    """``axes_mapping`` and its values where known. Outside explicit mode an empty one counts as absent; a
+    non-empty one is an error, and one of unknown length is dropped (OpenVINO then never reads it)."""
+    axes = optional_input(ctx, 2)
+    if axes is None:
+        if mode == "explicit":
+            raise BroadcastError(op, mode, "axes_mapping is required in explicit mode")
+        return None, None
+    axes = index_input(axes, "axes_mapping", op, mode)
+    values = fold(axes)
+    a = int_vector(values, "axes_mapping", op, mode) if values is not None else None
+    if mode == "explicit":
+        return axes, a
+    if a:
+        raise BroadcastError(op, mode, f"axes_mapping {list(a)} is only allowed in explicit mode")
+    if a is None and length(axes):
+        raise BroadcastError(op, mode, f"axes_mapping (length {length(axes)}, values fed at run time) is only "
+                                       "allowed in explicit mode")
+    return None, None
+
+
+def broadcast(ctx: Any, op: str) -> list[Output]:
+    """``Broadcast``/``Expand`` in every mode."""
+    mode = canonical_mode(attr(ctx, "mode", DEFAULT_MODE[op]), op)
+    axis = int_attr(ctx, "axis", -1, op, mode)
+    data = input_at(ctx, 0)
+    target = index_input(input_at(ctx, 1), "target_shape", op, mode)
+    t_values = fold(target)
+    t = target_dims(t_values, op, mode) if t_values is not None else None  # negative dims: an error
+    t_rank = len(t) if t is not None else length(target)
+    axes, a = explicit_axes(ctx, op, mode)
+    d = dims(data)
+    out_shape = check_broadcast(op, mode, axis, d, t, t_rank, a, axes is not None and a is None)
+    if out_shape is not None and (0 in out_shape or out_shape == d):
+        return [as_shape(data, d, out_shape)]
+    inputs = [data, i64(t) if t is not None else target]
+    if mode == "explicit":
+        inputs.append(i64(a) if a is not None else axes)
+    attributes: dict[str, Any] = {"mode": mode}
+    if mode == "pdpd":
+        attributes["mode.mode.axis"] = axis
+    return create("Broadcast", inputs, attributes)
+
+
+def _explicit_v0(data: Output, d: Dims, target: Output, out_shape: tuple[int, ...] | None,
+                 new_axes: Sequence[int], rank: int) -> list[Output]:
+    if out_shape is not None and (0 in out_shape or out_shape == d):
+        return [as_shape(data, d, out_shape)]
+    kept = [i for i in range(rank) if i not in set(new_axes)]
+    return create("Broadcast", [data, target, i64(kept)], {"mode": "explicit"})
+
+
+def broadcast_v0(ctx: Any, op: str) -> list[Output]:
+    """nGraph's ``BroadcastV0``: explicit mode, the axes not in ``broadcast_axes`` as ``axes_mapping``."""
+    arg = input_at(ctx, 0)
+    shape = ints(ctx, 1, "shape", op)
+    axes = ints(ctx, 2, "broadcast_axes", op)
+    d = dims(arg)
+    return _explicit_v0(arg, d, i64(shape), check_v0(op, d, shape, axes), axes, len(shape))
+
+
+def broadcast_like_v0(ctx: Any, op: str) -> list[Output]:
+    """nGraph's ``BroadcastLikeV0``: explicit mode to ``ShapeOf(like_arg)`` (like_arg stays an input)."""
+    arg, like = input_at(ctx, 0), input_at(ctx, 1)
+    d, like_dims = dims(arg), dims(like)
+    axes = ints(ctx, 2, "initial_broadcast_axes", op, ())
+    if not axes:
+        axes = deduced_like_axes(d, like_dims)
+        if axes is None:
+            raise NotImplementedError(
+                f"{op}: deducing the broadcast axes (no initial_broadcast_axes) reads arg's and like_arg's dims, "
+                f"which OpenVINO does not know when reading the model: arg {fmt(d)}, like_arg {fmt(like_dims)}; "
+                "give initial_broadcast_axes or static shapes")
+    if like_dims is None:
+        raise NotImplementedError(f"{op}: like_arg's rank must be known when reading the model into OpenVINO")
+    out_shape = check_like_v0(op, d, like_dims, axes)
+    target = ops.shape_of(like, "i64").output(0)
+    return _explicit_v0(arg, d, target, out_shape, axes, len(like_dims))
+
+
+CONVERTERS = {"Broadcast": broadcast, "Expand": broadcast, V0: broadcast_v0, LIKE_V0: broadcast_like_v0}
