@@ -1,9 +1,12 @@
 """Broadcast/Expand (every mode), BroadcastV0 and BroadcastLikeV0 as OpenVINO Broadcast-3 nodes.
 
-``Broadcast``/``Expand`` -> ``Broadcast-3`` with the same mode (pdpd's axis as ``mode.mode.axis``: without it OpenVINO
-takes axis 0, not -1); ``BroadcastV0``/``BroadcastLikeV0`` -> ``Broadcast-3`` explicit with the kept axes as
-``axes_mapping``. A statically known output with a 0-size dim, or equal to the input, is a reshape instead
-(OpenVINO's CPU plugin crashes on several of those broadcasts).
+``Broadcast``/``Expand`` -> ``Broadcast-3`` with the same mode, except: pdpd with known ranks is ``Unsqueeze`` of the
+data's leading axes + ``Broadcast-3`` bidirectional (the same rule once aligned; OpenVINO's pdpd kernel dies with
+SIGFPE on a 0-size data dim meeting a target dim 1), and bidirectional of scalar data is numpy (the same output;
+the CPU plugin rejects it at run time). pdpd of unknown rank keeps OpenVINO's pdpd, its axis as ``mode.mode.axis``
+(without it OpenVINO takes axis 0, not -1). ``BroadcastV0``/``BroadcastLikeV0`` -> ``Broadcast-3`` explicit with the
+kept axes as ``axes_mapping``. A statically known output with a 0-size dim, or equal to the input, is a reshape
+instead (OpenVINO's CPU plugin crashes on several of those broadcasts when static).
 """
 
 from __future__ import annotations
@@ -73,11 +76,20 @@ def broadcast(ctx: Any, op: str) -> list[Output]:
     out_shape = check_broadcast(op, mode, axis, d, t, t_rank, a, axes is not None and a is None)
     if out_shape is not None and (0 in out_shape or out_shape == d):
         return [as_shape(data, d, out_shape)]
+    ov_mode = mode
+    if mode == "pdpd" and d is not None and t_rank is not None:
+        # data aligned at its start axis, then bidirectional: the same rule, and no SIGFPE on a 0-size data dim
+        # meeting a target dim 1 at run time (OpenVINO's pdpd kernel divides by it); the check proved the coverage
+        start = t_rank - len(d) if axis == -1 else axis
+        data = ops.unsqueeze(data, i64(range(start))).output(0) if start else data
+        ov_mode = "bidirectional"
+    elif mode == "bidirectional" and d == ():
+        ov_mode = "numpy"  # the same for scalar data; the CPU plugin's bidirectional fails on it at run time
     inputs = [data, i64(t) if t is not None else target]
     if mode == "explicit":
         inputs.append(i64(a) if a is not None else axes)
-    attributes: dict[str, Any] = {"mode": mode}
-    if mode == "pdpd":
+    attributes: dict[str, Any] = {"mode": ov_mode}
+    if ov_mode == "pdpd":
         attributes["mode.mode.axis"] = axis
     return create("Broadcast", inputs, attributes)
 
