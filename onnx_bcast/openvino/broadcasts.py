@@ -19,6 +19,7 @@ from onnx_bcast.openvino.checks import check_broadcast, check_like_v0, check_v0,
 from onnx_bcast.openvino.graph import (
     Dims,
     Output,
+    as_i64,
     as_shape,
     attr,
     create,
@@ -62,6 +63,22 @@ def explicit_axes(ctx: Any, op: str, mode: str) -> tuple[Output | None, tuple[in
     return None, None
 
 
+def strictly_increasing(axes: Output) -> Output:
+    """Run-time ``axes_mapping`` as OpenVINO gets it: itself unless two neighbours are equal; then a decreasing ramp
+    is added, which unsorts it, so that OpenVINO's own check (an axis out of order or past the target's rank) fails
+    the run instead of its kernel computing garbage (it accepts repeated axes)."""
+    count = length(axes)
+    if count is not None and count < 2:
+        return axes
+    if count is None:
+        raise NotImplementedError("Broadcast: a run-time axes_mapping needs a known length to be read into OpenVINO")
+    axes = as_i64(axes)
+    head = ops.slice(axes, i64([0]), i64([count - 1]), i64([1]))
+    tail = ops.slice(axes, i64([1]), i64([count]), i64([1]))
+    repeats = ops.reduce_max(ops.convert(ops.equal(head, tail), "i64"), i64([0]), True)  # 1 or 0
+    return ops.add(axes, ops.multiply(repeats, i64(range(count - 1, -1, -1)))).output(0)
+
+
 def broadcast(ctx: Any, op: str) -> list[Output]:
     """``Broadcast``/``Expand`` in every mode."""
     mode = canonical_mode(attr(ctx, "mode", DEFAULT_MODE[op]), op)
@@ -87,7 +104,7 @@ def broadcast(ctx: Any, op: str) -> list[Output]:
         ov_mode = "numpy"  # the same for scalar data; the CPU plugin's bidirectional fails on it at run time
     inputs = [data, i64(t) if t is not None else target]
     if mode == "explicit":
-        inputs.append(i64(a) if a is not None else axes)
+        inputs.append(i64(a) if a is not None else strictly_increasing(axes))
     attributes: dict[str, Any] = {"mode": ov_mode}
     if ov_mode == "pdpd":
         attributes["mode.mode.axis"] = axis
