@@ -591,3 +591,12 @@ def test_invalid_at_run_time_raises_runtime_error(proto: onnx.ModelProto, feeds:
         request.infer(feeds)
     assert_identical(np.asarray(request.infer(valid)[0]), session.run(None, valid)[0])
 
+
+
+def test_read_model_from_a_file_names_the_node(tmp_path: Path) -> None:
+    """Read from a file, OpenVINO names a node by its first output; read_model finds the node's own name."""
+    proto = INVALID[0][1]
+    onnx.save(proto, tmp_path / "m.onnx")
+    with pytest.raises(onnx_bcast.BroadcastError) as err:
+        read_model(tmp_path / "m.onnx")
+    assert err.value.node == NODE and proto.graph.node[0].output[0] != NODE

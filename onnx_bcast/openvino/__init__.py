@@ -102,12 +102,25 @@ def _recorded(op: str, convert: Converter) -> Callable[[Any], list]:
     return run
 
 
-def _node_name(text: str, message: str) -> str | None:
-    """The node OpenVINO names in front of ``message`` in its wrapped error text."""
+def _node_name(text: str, message: str, path: str | None) -> str | None:
+    """The node OpenVINO names in front of ``message`` in its wrapped error text. Read from a file, OpenVINO names
+    a node by its first output: then the node's own name is looked up in the file (without external data)."""
     for match in _NODE.finditer(text):
         if text.startswith(message, match.end()):
-            return match.group(1) or None
+            return _by_output(path, match.group(1)) if path else match.group(1) or None
     return None
+
+
+def _by_output(path: str, shown: str) -> str:
+    import onnx
+
+    from onnx_bcast.model_walk import node_lists
+
+    nodes = [n for entry in node_lists(onnx.load(path, load_external_data=False)) for n in entry.container.node
+             if n.domain == DOMAIN]
+    if any(n.name == shown for n in nodes):
+        return shown
+    return next((n.name for n in nodes if n.output and n.output[0] == shown and n.name), shown)
 
 
 def read_model(model: str | os.PathLike | bytes | Any, core: Any = None) -> Any:
@@ -116,22 +129,22 @@ def read_model(model: str | os.PathLike | bytes | Any, core: Any = None) -> Any:
     ``model``: a path, the serialized bytes or an ``onnx.ModelProto``. Without ``core`` a new ``openvino.Core``
     with ``extensions()`` is used; a given ``core`` must have them added. OpenVINO wraps an error raised while
     converting a node into a ``RuntimeError``; ours is re-raised as itself (a ``BroadcastError`` for an invalid
-    node, naming it as OpenVINO does: by its name, or by its first output where it has none), chained to
-    OpenVINO's.
+    node, naming it; an unnamed node by its first output, as OpenVINO does), chained to OpenVINO's.
     """
     if core is None:
         core = openvino.Core()
         core.add_extension(extensions())
     if hasattr(model, "SerializeToString"):
         model = model.SerializeToString()
+    path = None if isinstance(model, bytes) else os.fspath(model)
     _recent.errors = []
     try:
-        return core.read_model(model) if isinstance(model, bytes) else core.read_model(os.fspath(model))
+        return core.read_model(model) if path is None else core.read_model(path)
     except RuntimeError as wrapped:
         text = str(wrapped)
         for err in reversed(_recent.errors):
             if str(err) in text:
-                node = _node_name(text, str(err))
+                node = _node_name(text, str(err), path)
                 if isinstance(err, BroadcastError):
                     raise err.with_node(node) from wrapped
                 raise NotImplementedError(f"node '{node}': {err}" if node else str(err)) from wrapped
