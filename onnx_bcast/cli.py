@@ -177,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="onnx-bcast",
         description="Run ONNX models with explicit (OpenVINO/nGraph/PaddlePaddle) broadcasts in ONNX Runtime.",
         epilog="exit status: 0 success, 1 model or input problem, 2 bad usage",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # --version on one line, however wide the terminal
     )
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     parser.add_argument("--version", action="version", version=version_text())
