@@ -97,6 +97,7 @@ def dims(value: Output) -> Dims:
 
 
 def is_static(shape: Dims) -> bool:
+    """Whether every dim is known."""
     return shape is not None and None not in shape
 
 
@@ -175,12 +176,16 @@ def as_shape(data: Output, data_dims: tuple[int, ...], out_shape: tuple[int, ...
 
 def ones_then(count: int, tail: Output | None = None, after: int = 0) -> Output:
     """``[1] * count + tail + [1] * after`` as an int64 tensor (``tail`` a 1-D int64 tensor or None)."""
-    parts = ([i64([1] * count)] if count else []) + ([tail] if tail is not None else []) + \
-        ([i64([1] * after)] if after else [])
+    parts = [i64([1] * count)] if count else []
+    if tail is not None:
+        parts.append(tail)
+    if after:
+        parts.append(i64([1] * after))
     if not parts:
         return i64([])
     return parts[0] if len(parts) == 1 else ops.concat(parts, 0).output(0)
 
 
 def as_i64(value: Output) -> Output:
+    """``value`` as int64."""
     return value if value.get_element_type() == ov.Type.i64 else ops.convert(value, ov.Type.i64).output(0)
