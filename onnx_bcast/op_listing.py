@@ -27,7 +27,7 @@ def op_lines() -> list[str]:
 
 
 def version_text() -> str:
-    """onnx-bcast's version and the versions it runs with (read without importing onnxruntime)."""
+    """onnx-bcast's version and the versions it runs with (read without importing onnxruntime or openvino)."""
     from onnx_bcast import __version__
 
     def of(package: str) -> str:
@@ -37,4 +37,4 @@ def version_text() -> str:
             return "not installed"
 
     return (f"onnx-bcast {__version__} (onnx {of('onnx')}, onnxruntime {of('onnxruntime')}, "
-            f"onnxruntime-extensions {of('onnxruntime-extensions')}, numpy {of('numpy')})")
+            f"onnxruntime-extensions {of('onnxruntime-extensions')}, numpy {of('numpy')}, openvino {of('openvino')})")
