@@ -88,7 +88,7 @@ def converter_for(spec: OpSpec) -> Converter | None:
 
 
 def converters() -> dict[str, Converter]:
-    """Op name -> mapping, for every op of ``OP_SPECS``, then the backprop ops not (yet) in the table."""
+    """Op name -> mapping, for every op of ``OP_SPECS`` (one without a mapping is logged)."""
     found: dict[str, Converter] = {}
     for spec in OP_SPECS:
         convert = converter_for(spec)
@@ -96,7 +96,7 @@ def converters() -> dict[str, Converter]:
             logger.warning("no OpenVINO mapping for onnx_bcast op %s: OpenVINO cannot read it", spec.name)
         else:
             found[spec.name] = convert
-    return found | {name: convert for name, convert in backprop.CONVERTERS.items() if name not in found}
+    return found
 
 
 def extensions() -> list[ConversionExtension]:
