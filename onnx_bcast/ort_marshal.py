@@ -66,6 +66,8 @@ def _contiguous(arr: np.ndarray) -> np.ndarray:
 
 def _marshal(value: Any, declared: int, ours: bool) -> Any:
     """One output as the C++ side copies it: a contiguous array, or a flat list for strings."""
+    if ours and type(value) is np.ndarray and value.flags.c_contiguous and value.dtype == _NUMPY_OF.get(declared):
+        return value  # already what the C++ side copies from (e.g. a guarded kernel's status)
     arr = np.asarray(value)
     if declared == PyCustomOpDef.dt_string or arr.dtype.kind in "OUS":
         return arr.reshape(-1).tolist()

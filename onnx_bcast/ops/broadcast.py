@@ -27,6 +27,9 @@ from onnx_bcast.ops.common import (
 
 MODES = ("numpy", "explicit", "bidirectional", "pdpd")
 _ALIASES = {"none": "explicit"}
+_CANONICAL = frozenset(MODES)
+
+
 def canonical_mode(mode: str, op: str = "Broadcast") -> str:
     """The canonical name of a broadcast mode (case-insensitive, ``none`` is ``explicit``)."""
     if not isinstance(mode, str):
@@ -183,13 +186,13 @@ def broadcast(data: Any, target_shape: Any, axes_mapping: Any = None, *, mode: s
 
     An output over ``max_output_bytes`` (default: ``memory_guard.output_limit``) is a BroadcastError.
     """
-    canon = canonical_mode(mode, op)
+    canon = mode if type(mode) is str and mode in _CANONICAL else canonical_mode(mode, op)
     target, axes = int_key(target_shape), int_key(axes_mapping) if axes_mapping is not None else ()
     limit = limit_or_none(max_output_bytes)
     if isinstance(data, np.ndarray) and target is not None and axes is not None and type(axis) is int and limit:
         # the same shapes come again and again (a model run in a loop): validate them once
         out_shape, aligned, strides = _plan(op, canon, axis, data.shape, target,
-                                            axes if axes_mapping is not None else None, data.dtype.str, limit,
+                                            axes if axes_mapping is not None else None, data.dtype, limit,
                                             max_output_bytes)
         if data.flags.c_contiguous and data.size:  # a strided view of the data itself, as broadcast_to makes
             view = np.ndarray(out_shape, data.dtype, data, 0, strides)
@@ -204,7 +207,7 @@ def broadcast(data: Any, target_shape: Any, axes_mapping: Any = None, *, mode: s
 
 
 @functools.lru_cache(maxsize=4096)
-def _plan(op: str, mode: str, axis: int, data_shape: Shape, target: Shape, axes: Shape | None, dtype: str,
+def _plan(op: str, mode: str, axis: int, data_shape: Shape, target: Shape, axes: Shape | None, dtype: np.dtype,
           limit: tuple[int, str] | None, max_output_bytes: int | None) -> tuple[Shape, Shape, Shape]:
     """The validated output shape, the data's aligned shape, and the byte strides of the output as a view of
     C-contiguous data (raises as ``broadcast_shape`` does; errors are not cached). ``limit`` is the output limit in
@@ -224,9 +227,15 @@ def expand(data: Any, shape: Any, axes_mapping: Any = None, *, mode: str = "bidi
     return broadcast(data, shape, axes_mapping, mode=mode, axis=axis, op="Expand", max_output_bytes=max_output_bytes)
 
 
+_NOT_EXPLICIT = frozenset(("numpy", "bidirectional", "pdpd"))
+
+
 def _kernel(op: str):
     def run(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None) -> np.ndarray:
         data, target, axes = inputs if len(inputs) == 3 else (*inputs, None, None)[:3]
+        mode = attrs["mode"]
+        if axes is not None and not axes.size and (mode in _NOT_EXPLICIT or canonical_mode(mode, op) != "explicit"):
+            axes = None  # the ONNX Runtime form's empty axes_mapping: absent
         return broadcast(data, target, axes, mode=attrs["mode"], axis=attrs["axis"], op=op,
                          max_output_bytes=max_output_bytes)
     return run
