@@ -101,7 +101,7 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
     shape_only = [i for i, formal in enumerate(spec.inputs) if formal.shape_only]
     several = len(spec.outputs) > 1
 
-    def kernel(*inputs: np.ndarray, **attrs: Any) -> Any:
+    def kernel(inputs: list[np.ndarray], attrs: dict[str, Any]) -> Any:
         try:
             values: Any = inputs
             if shape_only:  # the guarded form passes Shape(input): a zero-copy stand-in of that shape
@@ -212,7 +212,7 @@ def register() -> None:
         check_attrs = {**_GUARD_ATTRS, "auto_broadcast": PyCustomOpDef.dt_string, "axis": _I64, "allowzero": _I64,
                        "elem_type": _I64}
         ort_marshal.declare(f"{GUARDED_DOMAIN}::{ELEMENTWISE_CHECK}", [_I64, _I64], [_I64], check_attrs,
-                            elementwise_check)
+                            lambda inputs, attrs: elementwise_check(*inputs, **attrs))
         st.registered = True
 
 
