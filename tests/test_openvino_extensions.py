@@ -26,7 +26,7 @@ import onnx_bcast
 from onnx_bcast.inputs import random_feeds
 from onnx_bcast.models import bundled_models
 from onnx_bcast.ops import OP_SPECS
-from tests.elementwise_util import COMPARISON_OPS, LOGICAL_OPS
+from tests.elementwise_util import COMPARISON_OPS, LOGICAL_OPS, assert_values_equal
 from tests.elementwise_util import values as scalar_or_array
 
 ov = pytest.importorskip("openvino")
@@ -73,19 +73,6 @@ def run_both(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[tuple
 def assert_identical(got: np.ndarray, expected: np.ndarray) -> None:
     np.testing.assert_array_equal(got, expected, strict=True)
     assert got.tobytes() == expected.tobytes()  # also the sign of zeros and NaN payloads
-
-
-def assert_values_equal(op: str, got: np.ndarray, expected: np.ndarray, a: np.ndarray) -> None:
-    """As tests/test_openvino_elementwise_oracle.py: exact, except one ulp for float Div/Pow and half an ulp of A
-    for float Mod (OpenVINO's ``a - trunc(a / b) * b``)."""
-    assert (got.dtype, got.shape) == (expected.dtype, expected.shape)
-    if expected.dtype != np.float32 or op not in ("Div", "Pow", "Mod"):
-        np.testing.assert_array_equal(got, expected, strict=True)
-    elif op == "Mod":
-        tolerance = 2 * np.finfo(np.float32).eps * np.broadcast_to(np.abs(a), got.shape)
-        assert np.all(np.abs(got - expected) <= tolerance), (got, expected)
-    else:
-        np.testing.assert_allclose(got, expected, rtol=3e-7, atol=0)
 
 
 def values(op: str, shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator, operand: str) -> np.ndarray:
