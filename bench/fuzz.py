@@ -804,11 +804,6 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 # only keeps them from failing the run. Drop an entry when the library is fixed (test_fuzz_slice's strict xfails
 # say when).
 KNOWN_ISSUES = {
-    "like-unguarded": "BroadcastLikeV0 with initial_broadcast_axes, run-time shapes and like_arg of unknown rank: "
-                      "the converted model (and so the native backend) checks neither the axes nor the exact kept "
-                      "dims, and returns a value (with the rank known, it checks them)",
-    "ortform-inputs-ignored": "BroadcastV0/BroadcastLikeV0 in the ONNX Runtime form with the list inputs fed at run "
-                              "time: the numpy backend reads the inputs, convert/native read the attributes",
 }
 CONVERTED_PATHS = ("session_native", "converted_ort", "converted_reference")
 
@@ -820,12 +815,8 @@ def _type_name(error: Any) -> str:
 def known_issue(case: Case, path: str, status: str, got: Any, stage: str) -> str | None:
     """The known issue this disagreement is a symptom of, if any."""
     base = path.removeprefix("ortform_")
-    if base != path:
-        return "ortform-inputs-ignored" if base in CONVERTED_PATHS else None
-    if base not in CONVERTED_PATHS:
+    if base not in CONVERTED_PATHS or base != path:
         return None
-    if case.family == "like" and case.params["x_decl"] != "static" and status == "ok":
-        return "like-unguarded"
     if case.family == "v0" and isinstance(got, WorkerDied) and "SIGABRT" in str(got) and "std::clamp" in str(got):
         return "v0-negative-shape-abort"
     axes, rank = case.params.get("broadcast_axes", ()), len(case.params.get("shape", ()))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from onnx_bcast.converters import broadcast_explicit, broadcast_to_target, broadcast_v0, elementwise
+from onnx_bcast.converters import backprop, broadcast_explicit, broadcast_to_target, broadcast_v0, elementwise
 from onnx_bcast.converters.expand_elision import ExpandElision
 from onnx_bcast.lowering import RuleSet
 
 
 def _rules(guards: bool) -> dict:
-    modules = (broadcast_to_target, broadcast_explicit, broadcast_v0, elementwise)
+    modules = (broadcast_to_target, broadcast_explicit, broadcast_v0, elementwise, backprop)
     return {(rule.op, rule.mode): rule for module in modules for rule in module.rules(guards)}
 
 

@@ -86,22 +86,29 @@ def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: st
     if mode != "explicit" and bound.inputs[2]:  # the ORT form carries an empty one: only that may come
         guard.require(guard.op("Equal", guard.length(bound.inputs[2]), guard.i64(0)),
                       f"{mode}: axes_mapping is only allowed in explicit mode")
-    d, big_r = emit.shape(data), guard.length(target)
-    guard.require(guard.at_most(big_r, guard.i64(MAX_RANK)), f"ranks are at most {MAX_RANK}")
-    if mode == "numpy":
-        r = guard.length(d)
-        guard.require(guard.at_least(big_r, r), "numpy: the target rank must be at least the data rank")
-        tail = guard.slice(target, guard.op("Sub", big_r, r), big_r)
-        fits = guard.op("Or", guard.op("Equal", d, guard.i64(1)), guard.op("Equal", d, tail))
-        guard.require(fits, "numpy: each data dim must be 1 or equal the target dim it meets")
-    elif mode == "pdpd":
-        _pdpd(guard, bound, d, target, big_r)
-    elif mode == "explicit":
-        _explicit(guard, bound, d, target, big_r, axes)
+    mode_conditions(guard, mode, emit.shape(data), target, axes)
     return guard.tie(target)
 
 
-def _pdpd(guard: Guard, bound: Bound, d: str, target: str, big_r: str) -> None:
+def mode_conditions(guard: Guard, mode: str, d: str, target: str, axes: str | None = None,
+                    unidirectional: bool = False) -> None:
+    """The conditions of ``mode`` on data dims ``d`` and the target ``target`` (int64 vectors). With
+    ``unidirectional`` the output must be the target itself (a gradient's ``delta``), bidirectional included."""
+    big_r = guard.length(target)
+    guard.require(guard.at_most(big_r, guard.i64(MAX_RANK)), f"ranks are at most {MAX_RANK}")
+    if mode == "numpy" or (mode == "bidirectional" and unidirectional):
+        r = guard.length(d)
+        guard.require(guard.at_least(big_r, r), f"{mode}: the target rank must be at least the data rank")
+        tail = guard.slice(target, guard.op("Sub", big_r, r), big_r)
+        fits = guard.op("Or", guard.op("Equal", d, guard.i64(1)), guard.op("Equal", d, tail))
+        guard.require(fits, f"{mode}: each data dim must be 1 or equal the target dim it meets")
+    elif mode == "pdpd":
+        _pdpd(guard, guard.bound, d, target, big_r, unidirectional)
+    elif mode == "explicit":
+        _explicit(guard, guard.bound, d, target, big_r, axes)
+
+
+def _pdpd(guard: Guard, bound: Bound, d: str, target: str, big_r: str, unidirectional: bool = False) -> None:
     axis, r = int(bound.attrs["axis"]), guard.length(d)
     start = guard.op("Sub", big_r, r) if axis == -1 else guard.i64(axis)
     guard.require(guard.at_least(big_r, start), "pdpd: the start axis must be within the target rank")
@@ -110,8 +117,9 @@ def _pdpd(guard: Guard, bound: Bound, d: str, target: str, big_r: str) -> None:
                   "pdpd: the data must cover the target from the start axis to its end")
     tail = guard.slice(target, start, big_r)
     one = guard.i64(1)
-    fits = guard.op("Or", guard.op("Or", guard.op("Equal", d, one), guard.op("Equal", tail, one)),
-                    guard.op("Equal", d, tail))
+    fits = guard.op("Or", guard.op("Equal", d, one), guard.op("Equal", d, tail))
+    if not unidirectional:  # a target dim 1 takes the data's
+        fits = guard.op("Or", fits, guard.op("Equal", tail, one))
     guard.require(fits, "pdpd: aligned dims must be equal or 1")
 
 

@@ -153,12 +153,48 @@ def paddle_matmul_bias() -> onnx.ModelProto:
                          "(pdpd, axis -1).")
 
 
+def bias_grad() -> onnx.ModelProto:
+    """A per-channel bias, forward and backward side by side: Broadcast explicit + Add and Add pdpd axis 1, and the
+    gradients of the bias (BroadcastBackprop explicit, Unbroadcast pdpd axis 1), batch size known at run time."""
+    rng = np.random.default_rng(6)
+    bias = _const("bias", rng.standard_normal(16), np.float32)
+    ours = {"domain": "onnx_bcast"}
+    nodes = [
+        helper.make_node("Shape", ["features"], ["features_shape"], name="features_shape"),
+        helper.make_node("Broadcast", ["bias", "features_shape", "axes_mapping"], ["bias_nchw"], name="bias_broadcast",
+                         mode="explicit", axis=-1, **ours),
+        helper.make_node("Add", ["features", "bias_nchw"], ["y"], name="bias_add"),
+        helper.make_node("Add", ["features", "bias"], ["y_pdpd"], name="bias_add_pdpd", auto_broadcast="pdpd",
+                         axis=1, **ours),
+        helper.make_node("BroadcastBackprop", ["dy", "bias_shape", "axes_mapping"], ["bias_grad"],
+                         name="bias_broadcast_grad", mode="explicit", axis=-1, **ours),
+        helper.make_node("Unbroadcast", ["dy", "features_shape", "bias_shape"], ["features_grad", "bias_grad_pdpd"],
+                         name="bias_add_pdpd_grad", auto_broadcast="pdpd", axis=1, **ours),
+    ]
+    nchw = ["N", 16, 8, 8]
+    graph = helper.make_graph(
+        nodes, "bias_grad",
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, nchw),
+         helper.make_tensor_value_info("dy", TensorProto.FLOAT, nchw)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, nchw),
+         helper.make_tensor_value_info("y_pdpd", TensorProto.FLOAT, nchw),
+         helper.make_tensor_value_info("bias_grad", TensorProto.FLOAT, [16]),
+         helper.make_tensor_value_info("features_grad", TensorProto.FLOAT, nchw),
+         helper.make_tensor_value_info("bias_grad_pdpd", TensorProto.FLOAT, [16])],
+        initializer=[bias, _const("axes_mapping", [1]), _const("bias_shape", [16])],
+    )
+    return _model(graph, "Per-channel bias [16] on [N,16,8,8], forward (Broadcast explicit axes_mapping [1] + Add; "
+                         "Add pdpd axis 1) and backward (BroadcastBackprop explicit: dy summed over axes 0, 2, 3; "
+                         "Unbroadcast pdpd axis 1: the gradients of both operands of the pdpd Add).")
+
+
 BUILDERS: dict[str, Callable[[], onnx.ModelProto]] = {
     "nchw_bias_explicit": nchw_bias_explicit,
     "batchnorm_v0": batchnorm_v0,
     "expand_modes": expand_modes,
     "runtime_shape_if": runtime_shape_if,
     "paddle_matmul_bias": paddle_matmul_bias,
+    "bias_grad": bias_grad,
 }
 
 

@@ -43,6 +43,7 @@ class Declared:
         # the broadcast rule: ``mode`` of the broadcasts, ``auto_broadcast`` of the elementwise ops, else ""
         self.mode: str = str(self.attrs.get(self.spec.mode_attr, ""))
         self.output: str = self.node.output[0]
+        self.outputs: list[str] = list(self.node.output)
 
     def fail(self, detail: str) -> BroadcastError:
         """A BroadcastError naming this node, its op and its mode."""
@@ -144,9 +145,10 @@ def padded_inputs(node: NodeProto, spec: OpSpec, label: str, given: tuple[str, .
         names = ", ".join(i.name + ("?" if i.optional else "") for i in spec.inputs)
         raise BroadcastError(node.op_type, "", f"takes inputs ({names}), got {len(node.input)}: {list(node.input)}",
                              label)
-    outputs = node.output
-    if len(outputs) != 1 or outputs[0] == "":
-        raise BroadcastError(node.op_type, "", f"has exactly one output, got {list(outputs)}", label)
+    count = len(spec.outputs)
+    if len(node.output) != count or "" in node.output:
+        what = "exactly one output" if count == 1 else f"exactly {count} outputs ({', '.join(spec.outputs)})"
+        raise BroadcastError(node.op_type, "", f"has {what}, got {list(node.output)}", label)
     return inputs + [""] * (len(spec.inputs) - len(inputs))
 
 
@@ -233,11 +235,11 @@ def _static_output(declared: Declared, shapes: list[Dims | None], values: list[n
                    inferred: Dims | None) -> tuple[int, ...] | None:
     """The validated output shape where statically known.
 
-    A fully static inferred shape of a broadcast was computed and validated by our schema. An elementwise op's is
-    not proof: under none/pdpd the schema gives A's shape while B's may be unknown, so only both operands' shapes
-    validate it.
+    A fully static inferred shape of a broadcast was computed and validated by our schema. Another family's is
+    not proof: under none/pdpd the schema gives A's shape while B's may be unknown, a gradient's is ``data_shape``
+    while ``delta``'s may be unknown, so only the spec's static rule on every input validates it.
     """
-    if inferred is not None and None not in inferred and declared.spec.family != "elementwise":
+    if inferred is not None and None not in inferred and declared.spec.family == "broadcast":
         return tuple(int(d) for d in inferred)
     present = len(declared.inputs)
     while present and not declared.inputs[present - 1]:  # absent trailing optional inputs are not inputs

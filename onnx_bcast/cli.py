@@ -16,6 +16,7 @@ import onnx
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.inputs import random_feeds
 from onnx_bcast.op_listing import version_text
+from onnx_bcast.runtimes import RUNTIMES
 
 logger = logging.getLogger("onnx_bcast.cli")
 
@@ -70,24 +71,18 @@ def _feeds_for(session: Any, given: dict[str, np.ndarray], seed: int) -> dict[st
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from onnx_bcast.session import InferenceSession
+    from onnx_bcast.runtimes import open_runtime, preview
 
     model = _load(args.model)
-    session = InferenceSession(model, backend=args.backend)
-    feeds = _feeds_for(session, _parse_inputs(args.input), args.seed)
+    runner = open_runtime(model, args.model, args.runtime, args.backend)
+    feeds = _feeds_for(runner, _parse_inputs(args.input), args.seed)
     start = time.perf_counter()
-    outputs = session.run(None, feeds)
+    outputs = runner.run(feeds)
     elapsed = (time.perf_counter() - start) * 1e3
-    for meta, value in zip(session.get_outputs(), outputs, strict=True):
-        print(f"{meta.name}: {value.dtype} {list(value.shape)}  {_preview(value)}")
+    for name, value in outputs:
+        print(f"{name}: {value.dtype} {list(value.shape)}  {preview(value)}")
     print(f"ran in {elapsed:.2f} ms")
     return EXIT_OK
-
-
-def _preview(value: np.ndarray, count: int = 6) -> str:
-    flat = value.reshape(-1)[:count].tolist()
-    text = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in flat)
-    return f"[{text}{', ...' if value.size > count else ''}]"
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -112,7 +107,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         print(line)
     verified = ""
     if verification is not None:
-        verified = " (verified: outputs identical"
+        verified = " (verified: outputs identical" + (
+            f", {verification.rounded} of them up to summation-order rounding" if verification.rounded else "")
         if verification.invalid_inputs:
             verified += f"; {verification.invalid_inputs} inputs the original rejects fail in the converted model too"
         verified += ")"
@@ -182,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="onnx-bcast",
         description="Run ONNX models with explicit (OpenVINO/nGraph/PaddlePaddle) broadcasts in ONNX Runtime.",
         epilog="exit status: 0 success, 1 model or input problem, 2 bad usage",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # --version on one line, however wide the terminal
     )
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     parser.add_argument("--version", action="version", version=version_text())
@@ -204,13 +201,16 @@ def build_parser() -> argparse.ArgumentParser:
                          help="leave out the run-time checks: the converted model may then return values for inputs "
                               "the original rejects")
     convert.set_defaults(handler=cmd_convert)
-    run = add("run", "run a model through onnx-bcast's ONNX Runtime ops (random inputs unless given)")
+    run = add("run", "run a model through onnx-bcast's ONNX Runtime ops or OpenVINO (random inputs unless given)")
     run.add_argument("model", help="the .onnx file")
     run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input from a .npy file")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: %(default)s)")
     run.add_argument("--backend", choices=("numpy", "native"), default="numpy",
                      help="numpy: our ops as Python kernels; native: the guarded standard lowering in plain ONNX "
                           "Runtime (default: %(default)s)")
+    run.add_argument("--runtime", choices=RUNTIMES, default="onnxruntime",
+                     help="openvino: OpenVINO's CPU plugin reads our ops (needs onnx-bcast[openvino]; --backend is "
+                          "for onnxruntime) (default: %(default)s)")
     run.set_defaults(handler=cmd_run)
     check = add("check", "list a model's onnx_bcast nodes and validate what is statically known")
     check.add_argument("model", help="the .onnx file")
@@ -230,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s: %(message)s")
     try:
         return args.handler(args)
-    except (ModelProblem, BroadcastError, ValueError, onnx.checker.ValidationError,
+    except (ModelProblem, BroadcastError, ValueError, ImportError, onnx.checker.ValidationError,
             onnx.shape_inference.InferenceError) as err:
         if args.debug:
             raise

@@ -150,6 +150,19 @@ class Emitter:
             return self._node("Squeeze", [x], output, axes=axes)
         return self._node("Squeeze", [x, self.const_i64(axes, "squeeze_axes")], output)
 
+    def reduce_sum(self, x: str, axes: Sequence[int] | str, keepdims: bool, output: str | None = None) -> str:
+        """``ReduceSum(x, axes)``: constant axes as the attribute before opset 13 and as an input from 13 on;
+        axes known only at run time (a tensor's name) need opset 13, where no axes sum nothing."""
+        if isinstance(axes, str):
+            self.require(13, "ReduceSum over axes known only at run time")
+            return self._node("ReduceSum", [x, axes], output, keepdims=int(keepdims), noop_with_empty_axes=1)
+        axes = sorted(int(a) for a in axes)
+        if not axes:  # ReduceSum without axes would sum every axis
+            return self.identity(x, output) if output is not None else x
+        if self.opset < 13:
+            return self._node("ReduceSum", [x], output, axes=axes, keepdims=int(keepdims))
+        return self._node("ReduceSum", [x, self.const_i64(axes, "sum_axes")], output, keepdims=int(keepdims))
+
     def standard(self, op_type: str, inputs: Sequence[str], output: str | None = None, **attrs) -> str:
         """A standard op that needs no opset-dependent form (``Add``, ``Mod``, ``Equal``, ...)."""
         return self._node(op_type, inputs, output, **attrs)

@@ -76,9 +76,22 @@ def output_limit(max_output_bytes: int | None = None) -> tuple[int, str]:
         if max_output_bytes < 0:
             raise InvalidLimit(f"max_output_bytes={max_output_bytes!r} is negative")
         return int(max_output_bytes), "max_output_bytes"
-    text = os.environ.get(ENV_VAR)
-    if text is not None and text.strip():
+    text = os.environ.get(ENV_VAR)  # read at every call: a changed environment is seen
+    if text is not None:
+        return _env_limit(text)
+    return _default()
+
+
+@functools.lru_cache(maxsize=64)
+def _env_limit(text: str) -> tuple[int, str]:
+    """The limit a value of the environment variable gives (parsed once per distinct text)."""
+    if text.strip():
         return parse_limit(text), ENV_VAR
+    return _default()
+
+
+@functools.cache
+def _default() -> tuple[int, str]:
     return default_limit(), "default: half of physical memory"
 
 

@@ -6,7 +6,8 @@ from importlib import metadata
 
 
 def op_lines() -> list[str]:
-    """The domain, then one line per op: inputs (``?``: optional), attributes with kind, default and modes."""
+    """The domain, then one line per op: inputs (``?``: optional), outputs where there are several, attributes with
+    kind, default and modes."""
     from onnx_bcast.ops import OP_SPECS
     from onnx_bcast.ops.broadcast import MODES
     from onnx_bcast.ops.elementwise import RULES
@@ -20,12 +21,13 @@ def op_lines() -> list[str]:
                                                                    else attr.default)
             choices = {"mode": MODES, "auto_broadcast": RULES}.get(attr.name)
             attrs.append(f"{attr.name}: {attr.kind} = {default}" + (f" ({' | '.join(choices)})" if choices else ""))
-        lines.append(f"{spec.name}({inputs})" + (f"  {'; '.join(attrs)}" if attrs else ""))
+        outputs = f" -> ({', '.join(spec.outputs)})" if len(spec.outputs) > 1 else ""
+        lines.append(f"{spec.name}({inputs}){outputs}" + (f"  {'; '.join(attrs)}" if attrs else ""))
     return lines
 
 
 def version_text() -> str:
-    """onnx-bcast's version and the versions it runs with (read without importing onnxruntime)."""
+    """onnx-bcast's version and the versions it runs with (read without importing onnxruntime or openvino)."""
     from onnx_bcast import __version__
 
     def of(package: str) -> str:
@@ -35,4 +37,4 @@ def version_text() -> str:
             return "not installed"
 
     return (f"onnx-bcast {__version__} (onnx {of('onnx')}, onnxruntime {of('onnxruntime')}, "
-            f"onnxruntime-extensions {of('onnxruntime-extensions')}, numpy {of('numpy')})")
+            f"onnxruntime-extensions {of('onnxruntime-extensions')}, numpy {of('numpy')}, openvino {of('openvino')})")

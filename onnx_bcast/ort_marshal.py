@@ -10,6 +10,7 @@ behaviour is unchanged. ``tests/test_ort_marshal.py`` fails loudly if the privat
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,10 +20,13 @@ from onnxruntime_extensions import _ocos as ocos
 from onnx_bcast.process_state import state
 
 
-def declare(op_type: str, inputs: list[int], outputs: list[int], attrs: dict[str, int], kernel: Any) -> None:
-    """Register ``kernel`` as the Python op ``domain::name``, marked as ours for the array output path."""
-    opdef = onnx_op(op_type=op_type, inputs=inputs, outputs=outputs, attrs=dict(attrs))(kernel)
-    state().our_op_ids.add(opdef._nativedef.obj_id)
+def declare(op_type: str, inputs: list[int], outputs: list[int], attrs: dict[str, int],
+            kernel: Callable[[tuple, dict], Any]) -> None:
+    """Register ``kernel(inputs, attributes)`` as the Python op ``domain::name``, marked as ours for the array
+    output path, where the hook calls it with the bridge's input list and cast attributes as they are."""
+    opdef = onnx_op(op_type=op_type, inputs=inputs, outputs=outputs, attrs=dict(attrs))(
+        lambda *values, **attributes: kernel(values, attributes))
+    state().our_ops[opdef._nativedef.obj_id] = kernel
 
 _NUMPY_OF: dict[int, np.dtype] = {
     PyCustomOpDef.dt_float: np.dtype(np.float32),
@@ -66,6 +70,8 @@ def _contiguous(arr: np.ndarray) -> np.ndarray:
 
 def _marshal(value: Any, declared: int, ours: bool) -> Any:
     """One output as the C++ side copies it: a contiguous array, or a flat list for strings."""
+    if ours and type(value) is np.ndarray and value.flags.c_contiguous and value.dtype == _NUMPY_OF.get(declared):
+        return value  # already what the C++ side copies from (e.g. a guarded kernel's status)
     arr = np.asarray(value)
     if declared == PyCustomOpDef.dt_string or arr.dtype.kind in "OUS":
         return arr.reshape(-1).tolist()
@@ -92,26 +98,28 @@ def _attributes(opdef: Any, op_id: int, attributes: dict) -> dict:
         if len(_cast_cache) >= _ATTR_CACHE_LIMIT:
             _cast_cache.clear()
         _cast_cache[key] = cast
-    return cast  # the call unpacks it into a fresh kwargs dict: the cached one is never mutated
+    return cast  # shared by every call of the node: neither the bridge nor our kernels mutate it
 
 
-_op_cache: dict[int, tuple[Any, list[int], bool]] = {}
+_op_cache: dict[int, tuple[Any, list[int], Callable[[Any, dict], Any] | None]] = {}
 
 
-def _op(op_id: int) -> tuple[Any, list[int], bool]:
-    """(opdef, declared output types, whether it is ours), looked up once per op."""
+def _op(op_id: int) -> tuple[Any, list[int], Callable[[Any, dict], Any] | None]:
+    """(opdef, declared output types, our kernel or None for another package's op), looked up once per op."""
     entry = _op_cache.get(op_id)
     if entry is None:
         opdef = ocos.Opdef._odlist[op_id]
-        entry = (opdef, list(opdef._nativedef.output_types), op_id in state().our_op_ids)
+        entry = (opdef, list(opdef._nativedef.output_types), state().our_ops.get(op_id))
         _op_cache[op_id] = entry
     return entry
 
 
 def _invoke(op_id: int, feed: list, attributes: dict) -> tuple:
     """Replacement for ``_ocos._on_pyop_invocation`` with the same contract for every Python op."""
-    opdef, declared, ours = _op(op_id)
-    result = opdef.body(*feed, **_attributes(opdef, op_id, attributes))
+    opdef, declared, kernel = _op(op_id)
+    ours = kernel is not None
+    cast = _attributes(opdef, op_id, attributes)
+    result = kernel(feed, cast) if ours else opdef.body(*feed, **cast)  # ours: no argument unpacking per call
     outputs = result if isinstance(result, tuple) else (result,)
     reply: list[Any] = [op_id]
     for i, value in enumerate(outputs):

@@ -99,8 +99,9 @@ def _record(spec_name: str, mode: str, attrs: dict[str, Any], exc: BaseException
 
 def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any]) -> Callable[..., Any]:
     shape_only = [i for i, formal in enumerate(spec.inputs) if formal.shape_only]
+    several = len(spec.outputs) > 1
 
-    def kernel(*inputs: np.ndarray, **attrs: Any) -> Any:
+    def kernel(inputs: list[np.ndarray], attrs: dict[str, Any]) -> Any:
         try:
             values: Any = inputs
             if shape_only:  # the guarded form passes Shape(input): a zero-copy stand-in of that shape
@@ -110,9 +111,13 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
             out = spec.kernel(values, attrs, _limit(attrs))
         except BaseException as exc:  # an exception here would abort the process: never let one through
             error_id = _record(spec.name, str(spec.mode_of(attrs)), attrs, exc, spec.mode_attr)
-            empty = np.zeros((0,), dtype=empty_dtype(inputs[0]))
-            return (empty, np.array([ERROR_SHAPE_MARK, error_id], dtype=np.int64)) if guarded else empty
-        return (out, _STATUS_OK) if guarded else out
+            empties = (np.zeros((0,), dtype=empty_dtype(inputs[0])),) * len(spec.outputs)
+            if guarded:
+                return (*empties, np.array([ERROR_SHAPE_MARK, error_id], dtype=np.int64))
+            return empties if several else empties[0]
+        if guarded:
+            return (*out, _STATUS_OK) if several else (out, _STATUS_OK)
+        return out
     kernel.__name__ = f"{spec.name}_{'guarded' if guarded else 'public'}_kernel"
     return kernel
 
@@ -154,7 +159,8 @@ def _declare(domain: str, spec: OpSpec, guarded: bool) -> None:
         inputs = [_I64 if formal.type_param == "T_SHAPE" or (guarded and formal.shape_only)
                   else dt if formal.shape_only else next(value_types) for formal in spec.inputs]
         out = PyCustomOpDef.dt_bool if boolean_out else dt
-        ort_marshal.declare(f"{domain}::{spec.name}", inputs, [out, _I64] if guarded else [out], attrs,
+        outputs = [out] * len(spec.outputs) + ([_I64] if guarded else [])
+        ort_marshal.declare(f"{domain}::{spec.name}", inputs, outputs, attrs,
                             _kernel(spec, guarded, lambda x, b=boolean_out: np.bool_ if b else x.dtype))
 
 
@@ -206,7 +212,7 @@ def register() -> None:
         check_attrs = {**_GUARD_ATTRS, "auto_broadcast": PyCustomOpDef.dt_string, "axis": _I64, "allowzero": _I64,
                        "elem_type": _I64}
         ort_marshal.declare(f"{GUARDED_DOMAIN}::{ELEMENTWISE_CHECK}", [_I64, _I64], [_I64], check_attrs,
-                            elementwise_check)
+                            lambda inputs, attrs: elementwise_check(*inputs, **attrs))
         st.registered = True
 
 

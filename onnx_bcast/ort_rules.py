@@ -26,7 +26,7 @@ def _limit_attr(max_output_bytes: int | None) -> int:
 
 
 class GuardedKernel:
-    """``Op(x, s, a) -> Op<onnx_bcast.ort>(x, int64(s), int64(a)) -> (y, status)`` and ``Reshape([0], status)``.
+    """``Op(x, s, a) -> Op<onnx_bcast.ort>(x, int64(s), int64(a)) -> (y..., status)`` and ``Reshape([0], status)``.
 
     The status is ``[1]``, or ``[2, error id]`` when the kernel failed, which the ``Reshape`` beside the data path
     cannot take: ORT fails the run cleanly and ``InferenceSession`` raises the recorded error. List attributes
@@ -73,14 +73,15 @@ class GuardedKernel:
         out_type = bound.types[0] if bound.spec.output_type_param == bound.spec.inputs[0].type_param else None
         carrier = carrier_type(out_type) if out_type is not None else None
         cast_back = carrier is not None and carrier != out_type
-        raw = emit.names(f"{bound.label}_carried") if cast_back else bound.output
+        raws = [emit.names(f"{bound.label}_carried") if cast_back else out for out in bound.outputs]
         scalar_attrs = {a.name: bound.attrs[a.name] for a in bound.spec.attrs if a.kind != "ints"}
-        _, status = emit.custom(self.op, GUARDED_DOMAIN, self._operands(emit, bound), [raw, None],
-                                op=self.op, node=bound.label, quiet=self.quiet,
-                                max_output_bytes=_limit_attr(self.max_output_bytes), **scalar_attrs)
+        *_, status = emit.custom(self.op, GUARDED_DOMAIN, self._operands(emit, bound), [*raws, None],
+                                 op=self.op, node=bound.label, quiet=self.quiet,
+                                 max_output_bytes=_limit_attr(self.max_output_bytes), **scalar_attrs)
         emit.standard("Reshape", [emit.const_i64([0], "guard_one"), status])
         if cast_back:
-            emit.cast(raw, out_type, bound.output)
+            for raw, out in zip(raws, bound.outputs, strict=True):
+                emit.cast(raw, out_type, out)
 
 
 class CheckedElementwise:
@@ -146,6 +147,7 @@ def ort_rule_set(quiet: bool = False, max_output_bytes: int | None = None) -> Ru
             for mode in AUTO_BROADCAST_RULES:
                 rules[(spec.name, mode)] = CheckedElementwise(spec.name, mode, quiet, max_output_bytes)
         else:
-            for mode in MODES if spec.mode_attr in spec.defaults() else ("",):
+            modes = {"mode": MODES, "auto_broadcast": AUTO_BROADCAST_RULES}[spec.mode_attr]
+            for mode in modes if spec.mode_attr in spec.defaults() else ("",):
                 rules[(spec.name, mode)] = GuardedKernel(spec.name, mode, quiet, max_output_bytes)
     return RuleSet("ONNX Runtime", rules, inline_functions=True, default_opset=lambda _: DEFAULT_OPSET)

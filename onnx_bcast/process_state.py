@@ -22,7 +22,7 @@ def _create() -> types.SimpleNamespace:
         lock=threading.Lock(),
         registered=False,
         hook_installed=False,
-        our_op_ids=set(),
+        our_ops={},  # bridge op id -> our kernel taking (inputs, attributes) as they come
         errors=OrderedDict(),
         error_ids=itertools.count(1),
     )

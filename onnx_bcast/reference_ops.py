@@ -13,7 +13,7 @@ from onnx_bcast.schemas import DOMAIN
 
 
 def _op_class(spec: OpSpec) -> type[OpRun]:
-    def _run(self: OpRun, *inputs: Any, **overrides: Any) -> tuple[np.ndarray]:
+    def _run(self: OpRun, *inputs: Any, **overrides: Any) -> tuple[np.ndarray, ...]:
         attrs = spec.defaults()
         for name in attrs:
             value = overrides.get(name, getattr(self, name, None))
@@ -26,7 +26,8 @@ def _op_class(spec: OpSpec) -> type[OpRun]:
             if hasattr(err, "with_node"):
                 raise err.with_node(self.onnx_node.name or None) from None
             raise
-        return (np.array(out, copy=True, order="C"),)  # ascontiguousarray would make a 0-d output 1-d
+        outs = out if isinstance(out, tuple) else (out,)
+        return tuple(np.array(o, copy=True, order="C") for o in outs)  # ascontiguousarray makes a 0-d output 1-d
 
     return type(spec.name, (OpRun,), {"op_domain": DOMAIN, "_run": _run, "__doc__": spec.doc})
 

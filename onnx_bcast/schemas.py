@@ -103,12 +103,13 @@ def _type_proto(elem: int, dims: Shape | None) -> TypeProto:
 
 
 @functools.lru_cache(maxsize=4096)
-def _memo_static_shape(spec_name: str, attrs: tuple, shapes: tuple, values: tuple) -> Shape | BroadcastError | None:
+def _memo_output_shapes(spec_name: str, attrs: tuple, shapes: tuple, values: tuple
+                        ) -> tuple[Shape | None, ...] | BroadcastError:
     """Our static shape rule, memoised: models repeat the same broadcast many times (one bias per layer)."""
     spec = SPEC_BY_NAME[spec_name]
     arrays = [None if v is None else np.asarray(v[1], dtype=v[0]).reshape(v[2]) for v in values]
     try:
-        return spec.static_shape(list(shapes), arrays, dict(attrs))
+        return spec.all_output_shapes(list(shapes), arrays, dict(attrs))
     except BroadcastError as err:
         return err
 
@@ -117,11 +118,14 @@ def _infer_guarded(spec: OpSpec):
     """A guarded kernel's outputs: the op's output type, shape left to run time; the int64 status."""
     boolean = spec.output_type_param != spec.inputs[0].type_param
 
+    count = len(spec.outputs)
+
     def infer(ctx: Any) -> None:
         elem = onnx.TensorProto.BOOL if boolean else ctx.get_input_type(0).tensor_type.elem_type
-        ctx.set_output_type(0, _type_proto(elem, None))
-        if ctx.get_num_outputs() > 1:
-            ctx.set_output_type(1, _type_proto(onnx.TensorProto.INT64, (None,)))
+        for i in range(count):
+            ctx.set_output_type(i, _type_proto(elem, None))
+        if ctx.get_num_outputs() > count:
+            ctx.set_output_type(count, _type_proto(onnx.TensorProto.INT64, (None,)))
     return infer
 
 
@@ -143,10 +147,11 @@ def _infer(spec: OpSpec, guarded: bool):
         elem = types[0].tensor_type.elem_type if types and types[0] is not None else 0
         shapes = tuple(None if t is None else static_shape_of(t) for t in types)
         values = [value_key(ctx.get_input_data(i)) if present[i] and reads_values[i] else None for i in range(n)]
-        out_shape = _memo_static_shape(spec.name, tuple(sorted(attrs.items())), shapes, tuple(values))
-        if isinstance(out_shape, BroadcastError):
-            raise out_shape.with_node(_display_name(ctx))
-        ctx.set_output_type(0, _type_proto(elem, out_shape))
+        out_shapes = _memo_output_shapes(spec.name, tuple(sorted(attrs.items())), shapes, tuple(values))
+        if isinstance(out_shapes, BroadcastError):
+            raise out_shapes.with_node(_display_name(ctx))
+        for i, out_shape in enumerate(out_shapes):
+            ctx.set_output_type(i, _type_proto(elem, out_shape))
     return infer
 
 
@@ -175,7 +180,7 @@ def _schema(spec: OpSpec, domain: str, guarded: bool) -> OpSchema:
                                  i.doc, param_option=option.Single if guarded or not i.optional else option.Optional)
         for i, cast in zip(spec.inputs, as_int64, strict=True)
     ]
-    outputs = [OpSchema.FormalParameter("output", spec.output_type_param, "the broadcast tensor")]
+    outputs = [OpSchema.FormalParameter(name, spec.output_type_param, "the result") for name in spec.outputs]
     constraints = [(name, list(types), "") for name, types in spec.type_constraints]
     attributes = [_attribute(a.name, a.kind, a.default, a.doc) for a in spec.attrs]
     if guarded:

@@ -25,6 +25,7 @@ COMPARISON_OPS = ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual")
 LOGICAL_OPS = ("And", "Or", "Xor")
 ELEMENTWISE_OPS = ARITHMETIC_OPS + COMPARISON_OPS + LOGICAL_OPS
 ELEMENTWISE_RULES = ("none", "numpy", "pdpd")
+BACKPROP_OPS = ("BroadcastBackprop", "BroadcastV0Backprop", "Unbroadcast")
 MAX_RANK = 64
 
 # every (op, mode) pair the table must cover; mode "" for the nGraph v0 ops
@@ -32,6 +33,8 @@ OP_MODES: tuple[tuple[str, str], ...] = (
     tuple((op, m) for op in BROADCAST_OPS for m in BROADCAST_MODES)
     + tuple((op, "") for op in V0_OPS)
     + tuple((op, r) for op in ELEMENTWISE_OPS for r in ELEMENTWISE_RULES)
+    + tuple(("BroadcastBackprop", m) for m in BROADCAST_MODES) + (("BroadcastV0Backprop", ""),)
+    + tuple(("Unbroadcast", r) for r in ELEMENTWISE_RULES)
 )
 INTS_ATTRS = ("shape", "broadcast_axes", "initial_broadcast_axes")
 
@@ -250,8 +253,53 @@ def oracle_elementwise(op: str, a: np.ndarray, b: np.ndarray, *, auto_broadcast:
     return _gather(out_shape, out_dtype, lambda o: _scalar(op, a[a_index(o)].item(), b[b_index(o)].item(), fmod))
 
 
-def oracle(op: str, attrs: dict, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
-    """The expected output of one node (raises Invalid)."""
+def _adjoint(delta: np.ndarray, source: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The sum of ``delta`` over the output positions whose source (a flat index into ``shape``) is each element;
+    16-bit floats summed in float32 and rounded once, integers in their own type (wrapping)."""
+    if source.shape != delta.shape:
+        raise Invalid(f"delta {delta.shape} is not the forward output {source.shape}")
+    acc = np.float32 if delta.dtype == np.float16 else delta.dtype
+    total = np.zeros(math.prod(shape), dtype=acc)
+    np.add.at(total, source.reshape(-1), delta.reshape(-1).astype(acc))
+    return total.astype(delta.dtype).reshape(shape)
+
+
+def _positions(shape: tuple[int, ...]) -> np.ndarray:
+    """Each element's own flat index: broadcast it forward to learn every output position's source."""
+    return np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
+
+
+def oracle_backprop(op: str, attrs: dict, inputs: tuple[np.ndarray, ...]) -> np.ndarray | tuple[np.ndarray, ...]:
+    """The adjoint of the forward op, brute force: forward-broadcast each element's index, then sum ``delta`` per
+    source index. The forward target is ``delta``'s shape; a forward output of another shape is invalid."""
+    delta = inputs[0]
+    if op == "BroadcastBackprop":
+        d = tuple(int(x) for x in inputs[1])
+        if any(x < 0 for x in d):
+            raise Invalid("negative data_shape dim")
+        axes = inputs[2] if len(inputs) > 2 else None
+        source = oracle_broadcast(_positions(d), delta.shape, axes, mode=attrs.get("mode", "numpy"),
+                                  axis=attrs.get("axis", -1))
+        return _adjoint(delta, source, d)
+    if op == "BroadcastV0Backprop":
+        axes = [int(a) for a in attrs["broadcast_axes"]]
+        if any(not 0 <= a < delta.ndim for a in axes) or len(set(axes)) != len(axes):
+            raise Invalid("broadcast_axes")
+        kept = tuple(n for i, n in enumerate(delta.shape) if i not in axes)
+        return _adjoint(delta, oracle_broadcast_v0(_positions(kept), delta.shape, axes), kept)
+    a, b = (tuple(int(x) for x in v) for v in inputs[1:3])
+    if any(x < 0 for x in a + b):
+        raise Invalid("negative dim")
+    rule = {k: v for k, v in attrs.items() if k in ("auto_broadcast", "axis")}
+    from_a = oracle_elementwise("Add", _positions(a), np.zeros(b, np.int64), **rule)  # A's index at each output
+    from_b = oracle_elementwise("Add", np.zeros(a, np.int64), _positions(b), **rule)
+    return _adjoint(delta, from_a, a), _adjoint(delta, from_b, b)
+
+
+def oracle(op: str, attrs: dict, inputs: tuple[np.ndarray, ...]) -> np.ndarray | tuple[np.ndarray, ...]:
+    """The expected output (a tuple for several) of one node (raises Invalid)."""
+    if op in BACKPROP_OPS:
+        return oracle_backprop(op, attrs, inputs)
     if op in BROADCAST_OPS:
         default_mode = "numpy" if op == "Broadcast" else "bidirectional"
         axes = inputs[2] if len(inputs) > 2 else None
@@ -276,7 +324,7 @@ class Case:
     op: str
     attrs: dict[str, Any]
     inputs: tuple[np.ndarray, ...]
-    expected: np.ndarray | None
+    expected: np.ndarray | tuple[np.ndarray, ...] | None  # a tuple for several outputs
     error_words: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -289,8 +337,10 @@ class Case:
         if self.op in BROADCAST_OPS:
             default = "numpy" if self.op == "Broadcast" else "bidirectional"
             return canonical_mode(self.op, self.attrs.get("mode", default))
-        if self.op in ELEMENTWISE_OPS:
+        if self.op in ELEMENTWISE_OPS or self.op == "Unbroadcast":
             return canonical_mode(self.op, self.attrs.get("auto_broadcast", "numpy"))
+        if self.op == "BroadcastBackprop":
+            return canonical_mode(self.op, self.attrs.get("mode", "numpy"))
         return ""
 
     @property
@@ -301,12 +351,15 @@ class Case:
             return ("arg",)
         if self.op == "BroadcastLikeV0":
             return ("arg", "like_arg")
+        if self.op in BACKPROP_OPS:
+            return {"BroadcastBackprop": ("delta", "data_shape", "axes_mapping"), "BroadcastV0Backprop": ("delta",),
+                    "Unbroadcast": ("delta", "a_shape", "b_shape")}[self.op][: len(self.inputs)]
         return ("A", "B")
 
     @property
     def shape_input_count(self) -> int:
         """How many trailing inputs are shape-like (target_shape, axes_mapping): initializers of the static model."""
-        return len(self.inputs) - 1 if self.op in BROADCAST_OPS else 0
+        return len(self.inputs) - 1 if self.op in BROADCAST_OPS + ("BroadcastBackprop", "Unbroadcast") else 0
 
     @property
     def output_dtype(self) -> np.dtype:
@@ -538,6 +591,76 @@ ew("ew_less_pdpd_b0_on_a1", "Less", (2, 1), (0,), auto_broadcast="pdpd", axis=1,
 ew("ew_max_pdpd_trimmed_b_does_not_fit", "Max", (2, 3), (3, 2), auto_broadcast="pdpd", axis=1,
    invalid=("Max(auto_broadcast=pdpd)", "fit"))
 
+
+
+def _delta(name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """Small integers (as floats too): every sum is exact in any order, so every path must agree bit for bit."""
+    values = (np.arange(math.prod(shape)) % 7) - 3
+    return values.astype(dtype).reshape(shape)
+
+
+def grad(name: str, delta_shape: tuple[int, ...], data_shape: tuple[int, ...], axes: tuple[int, ...] | None = None,
+         *, dtype: Any = np.float32, invalid: tuple[str, ...] | None = None, **attrs: Any) -> None:
+    """A BroadcastBackprop case: ``delta`` of the forward output's shape, ``data_shape`` (and axes_mapping)."""
+    inputs = (_delta(name, delta_shape, dtype), _ints(data_shape))
+    if axes is not None:
+        inputs += (_ints(axes),)
+    _add(name, "BroadcastBackprop", attrs, inputs, invalid)
+
+
+grad("bp_numpy_236_to_31", (2, 3, 6), (3, 1), mode="numpy")
+grad("bp_numpy_default_scalar_int64", (2, 3), (), dtype=np.int64)
+grad("bp_numpy_zero_size", (3, 0), (1,), mode="numpy")
+grad("bp_numpy_identity", (2, 3), (2, 3), mode="numpy")
+grad("bp_numpy_float16", (4, 3), (1, 3), dtype=np.float16, mode="numpy")
+grad("bp_numpy_not_the_output", (2, 4), (2, 3), mode="numpy",
+     invalid=("BroadcastBackprop(mode=numpy)", "(2, 3)", "(2, 4)"))
+grad("bp_numpy_negative_dim", (2, 3), (-1, 3), mode="numpy", invalid=("BroadcastBackprop(mode=numpy)", "negative"))
+grad("bp_explicit_132_to_3", (1, 3, 2), (3,), (1,), mode="explicit")
+grad("bp_explicit_stretch", (2, 3, 3), (3, 1), (1, 2), mode="explicit")
+grad("bp_explicit_scalar_no_axes_int32", (2, 2), (), (), dtype=np.int32, mode="explicit")
+grad("bp_explicit_duplicate_axes", (2, 3, 1), (3, 1), (1, 1), mode="explicit",
+     invalid=("BroadcastBackprop(mode=explicit)", "strictly increasing"))
+grad("bp_bidirectional_stretch", (2, 3, 4), (3, 1), mode="bidirectional")
+grad("bp_bidirectional_alias_case", (2, 3), (2, 1), mode="BIDIRECTIONAL")
+grad("bp_bidirectional_mismatch", (2, 3), (4,), mode="bidirectional",
+     invalid=("BroadcastBackprop(mode=bidirectional)", "(4,)"))
+grad("bp_pdpd_axis1", (2, 3, 4), (3, 1), mode="pdpd", axis=1)
+grad("bp_pdpd_default_axis", (2, 3), (1, 3), mode="pdpd")
+grad("bp_pdpd_not_covering", (2, 3, 4), (3,), mode="pdpd", axis=1, invalid=("BroadcastBackprop(mode=pdpd)",))
+
+
+def grad_v0(name: str, delta_shape: tuple[int, ...], axes: tuple[int, ...], *, dtype: Any = np.float32,
+            invalid: tuple[str, ...] | None = None) -> None:
+    _add(name, "BroadcastV0Backprop", {"broadcast_axes": list(axes)}, (_delta(name, delta_shape, dtype),), invalid)
+
+
+grad_v0("bpv0_23_axis0", (2, 3), (0,))
+grad_v0("bpv0_234_axes02_int64", (2, 3, 4), (0, 2), dtype=np.int64)
+grad_v0("bpv0_no_axes", (2, 3), ())
+grad_v0("bpv0_zero_size_axis", (0, 3), (0,))
+grad_v0("bpv0_all_to_scalar", (2, 2), (0, 1))
+grad_v0("bpv0_axis_outside", (2, 3), (2,), invalid=("BroadcastV0Backprop", "outside"))
+
+
+def ungrad(name: str, delta_shape: tuple[int, ...], a: tuple[int, ...], b: tuple[int, ...], *, dtype: Any = np.float32,
+           invalid: tuple[str, ...] | None = None, **attrs: Any) -> None:
+    _add(name, "Unbroadcast", attrs, (_delta(name, delta_shape, dtype), _ints(a), _ints(b)), invalid)
+
+
+ungrad("ub_numpy_both_stretch", (2, 3), (2, 1), (3,), auto_broadcast="numpy")
+ungrad("ub_numpy_default_int64", (2, 3, 4), (2, 3, 4), (3, 1), dtype=np.int64)
+ungrad("ub_numpy_zero_size", (0, 3), (0, 1), (1, 3), auto_broadcast="numpy")
+ungrad("ub_numpy_not_the_output", (2, 4), (2, 1), (3,), auto_broadcast="numpy",
+       invalid=("Unbroadcast(auto_broadcast=numpy)", "(2, 4)"))
+ungrad("ub_none_same", (2, 3), (2, 3), (2, 3), auto_broadcast="none")
+ungrad("ub_none_differ", (2, 3), (2, 3), (3,), auto_broadcast="explicit",
+       invalid=("Unbroadcast(auto_broadcast=none)", "(2, 3)", "(3,)"))
+ungrad("ub_pdpd_axis1_trailing_one", (2, 3, 4), (2, 3, 4), (3, 1), auto_broadcast="pdpd", axis=1)
+ungrad("ub_pdpd_default_axis_float16", (2, 3), (2, 3), (3,), dtype=np.float16, auto_broadcast="pdpd")
+ungrad("ub_pdpd_delta_not_a", (2, 3), (2, 1), (1,), auto_broadcast="pdpd",
+       invalid=("Unbroadcast(auto_broadcast=pdpd)", "(2, 3)"))
+
 VALID_CASES = [c for c in CASES if c.valid]
 INVALID_CASES = [c for c in CASES if not c.valid]
 
@@ -546,9 +669,9 @@ def canonical_mode(op: str, mode: str | None) -> str:
     """``mode`` as Case.mode spells it: lower case; explicit (alias none) for broadcasts, none (alias explicit) for
     elementwise ops, "" for the v0 ops."""
     mode = (mode or "").lower()
-    if op in BROADCAST_OPS:
+    if op in BROADCAST_OPS or op == "BroadcastBackprop":
         return "explicit" if mode == "none" else mode
-    if op in ELEMENTWISE_OPS:
+    if op in ELEMENTWISE_OPS or op == "Unbroadcast":
         return "none" if mode == "explicit" else mode
     return mode
 

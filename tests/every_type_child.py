@@ -23,7 +23,8 @@ from onnx import TensorProto, helper, numpy_helper
 # every element type the installed onnx knows, in enum order (newer ones included as they appear)
 TYPES: list[tuple[str, int]] = [(name.lower(), value) for name, value in TensorProto.DataType.items()
                                 if value != TensorProto.UNDEFINED]
-FAMILIES = ["Broadcast-numpy", "Broadcast-explicit", "BroadcastV0", "BroadcastLikeV0", "Add"]
+FAMILIES = ["Broadcast-numpy", "Broadcast-explicit", "BroadcastV0", "BroadcastLikeV0", "Add", "BroadcastBackprop",
+            "Unbroadcast"]
 PATHS = {
     "session": "onnx_bcast.InferenceSession(model).run",
     "session_native": "onnx_bcast.InferenceSession(model, backend='native').run",
@@ -96,6 +97,8 @@ def family_inputs(family: str, elem: int) -> dict[str, np.ndarray]:
         return {"A": np.stack([x, x[::-1]]), "B": x}
     if family == "BroadcastLikeV0":
         return {"arg": x, "like_arg": np.stack([x[::-1], x])}
+    if family in ("BroadcastBackprop", "Unbroadcast"):
+        return {"delta": np.stack([x, x[::-1]])}  # summed over axis 0: x + x[::-1], exact in every type
     return {"data": x}
 
 
@@ -132,6 +135,14 @@ def build(family: str, elem: int) -> tuple[onnx.ModelProto, dict[str, Any]]:
     elif family == "Add":
         node = helper.make_node("Add", ["A", "B"], ["y"], domain="onnx_bcast", name="add_node",
                                 auto_broadcast="numpy", axis=-1)
+    elif family == "BroadcastBackprop":  # the gradient of Broadcast<numpy>([3] -> [2, 3])
+        consts = {"data_shape": np.array(TARGET[1:], np.int64), "axes_mapping": np.zeros([0], np.int64)}
+        node = helper.make_node("BroadcastBackprop", ["delta", "data_shape", "axes_mapping"], ["y"],
+                                domain="onnx_bcast", name="broadcast_backprop_node", mode="numpy", axis=-1)
+    elif family == "Unbroadcast":  # the gradients of Add<numpy>((2, 3), (3,)): the second output is checked
+        consts = {"a_shape": np.array(TARGET, np.int64), "b_shape": np.array(TARGET[1:], np.int64)}
+        node = helper.make_node("Unbroadcast", ["delta", "a_shape", "b_shape"], ["a_grad", "y"], domain="onnx_bcast",
+                                name="unbroadcast_node", auto_broadcast="numpy", axis=-1)
     else:
         raise AssertionError(family)
     initializers = [numpy_helper.from_array(v, k) for k, v in consts.items()]
@@ -142,8 +153,11 @@ def build(family: str, elem: int) -> tuple[onnx.ModelProto, dict[str, Any]]:
         else:
             inputs.append(helper.make_tensor_value_info(name, elem, list(value.shape)))
             feeds[name] = value
-    output = helper.make_tensor_value_info("y", elem, list(TARGET))
-    graph = helper.make_graph([node], f"every_type_{family}", inputs, [output], initializer=initializers)
+    shape = list(TARGET[1:]) if family in ("BroadcastBackprop", "Unbroadcast") else list(TARGET)
+    outputs = [helper.make_tensor_value_info("y", elem, shape)]
+    if family == "Unbroadcast":
+        outputs.insert(0, helper.make_tensor_value_info("a_grad", elem, list(TARGET)))
+    graph = helper.make_graph([node], f"every_type_{family}", inputs, outputs, initializer=initializers)
     opsets = [helper.make_opsetid("", _opset()), helper.make_opsetid("onnx_bcast", 1)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=max_ir_version()), feeds
 
@@ -151,6 +165,12 @@ def build(family: str, elem: int) -> tuple[onnx.ModelProto, dict[str, Any]]:
 def expectation(family: str, elem: int) -> tuple[np.ndarray | None, str]:
     """The independent expected output, or None with the reason there is none."""
     data = family_inputs(family, elem)
+    if family in ("BroadcastBackprop", "Unbroadcast"):
+        delta = data["delta"]
+        if elem in (TensorProto.BOOL, TensorProto.STRING) or dtype_of(elem).kind == "c":
+            return None, "no gradient of a non-numeric type"
+        wide = np.float32 if dtype_of(elem).kind not in "iu" else delta.dtype  # 16-bit and 8-bit floats in float32
+        return np.add.reduce(delta.astype(wide), axis=0, dtype=wide).astype(delta.dtype), "np.add.reduce over axis 0"
     if family != "Add":
         first = next(iter(data.values()))
         return np.broadcast_to(first, TARGET), "np.broadcast_to"
@@ -221,7 +241,7 @@ def _raw_run(session: Any, feeds: dict[str, Any]) -> tuple[bytes, list[int], int
     import onnxruntime as ort
 
     values = {k: v if isinstance(v, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(v) for k, v in feeds.items()}
-    out = session.run_with_ort_values(None, values)[0]
+    out = session.run_with_ort_values(["y"], values)[0]
     return ctypes.string_at(out.data_ptr(), out.tensor_size_in_bytes()), list(out.shape()), out.element_type()
 
 
@@ -279,7 +299,7 @@ def attempt(path: str, family: str, elem: int) -> dict[str, Any]:
         feeds = {k: feed_value(v, elem) for k, v in feeds.items()}
         stage.name = "run"
         try:
-            actual: Any = session.run(None, feeds)[0]
+            actual: Any = session.run(["y"], feeds)[0]
         except RuntimeError as exc:  # the run ended; only its output has no numpy type: read its bytes instead
             if "No corresponding Numpy type" not in str(exc):
                 raise

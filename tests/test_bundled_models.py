@@ -150,3 +150,23 @@ def test_runtime_shape_if_adds_the_chosen_offset(shape: tuple[int, ...], use_bia
     for got in (ours, converted):
         assert got.shape == shape
         assert got.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("batch", [1, 3, 0])
+def test_bias_grad_gives_the_forward_sums_and_the_bias_gradient(batch: int) -> None:
+    """y = features + bias per channel (both forms); the bias gradient is dy summed over N, H, W (both forms); the
+    features gradient of the pdpd Add is dy itself. Values from numpy written here; the sums up to rounding."""
+    model = onnx.load(str(MODELS_DIR / "bias_grad.onnx"))
+    rng = np.random.default_rng(batch)
+    features, dy = (rng.standard_normal((batch, 16, 8, 8)).astype(np.float32) for _ in range(2))
+    biased = features + _initializer(model, "bias").reshape(1, 16, 1, 1)
+    bias_grad = dy.astype(np.float64).sum(axis=(0, 2, 3))
+    feeds = {"features": features, "dy": dy}
+    runs = [onnx_bcast.InferenceSession(model, backend=backend).run(None, feeds) for backend in ("numpy", "native")]
+    runs.append(ReferenceEvaluator(convert(model)).run(None, feeds))
+    for y, y_pdpd, grad, features_grad, grad_pdpd in runs:
+        assert y.tobytes() == biased.tobytes() and y_pdpd.tobytes() == biased.tobytes()
+        assert features_grad.tobytes() == dy.tobytes()
+        for got in (grad, grad_pdpd):
+            assert got.dtype == np.float32 and got.shape == (16,)
+            np.testing.assert_allclose(got, bias_grad, rtol=0, atol=64 * np.finfo(np.float32).eps * batch * 64)

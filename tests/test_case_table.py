@@ -40,17 +40,29 @@ def case_model(case: Case, runtime_shapes: bool = False) -> onnx.ModelProto:
     unless ``runtime_shapes`` makes them graph inputs too."""
     attributes = [helper.make_attribute(k, v, attr_type=AttributeProto.INTS) if k in INTS_ATTRS
                   else helper.make_attribute(k, v) for k, v in case.attrs.items()]
-    node = helper.make_node(case.op, list(case.input_names), ["out"], domain=DOMAIN, name=case.node_name)
+    outputs = output_names(case)
+    node = helper.make_node(case.op, list(case.input_names), outputs, domain=DOMAIN, name=case.node_name)
     node.attribute.extend(attributes)
     n_graph = len(case.inputs) - (0 if runtime_shapes else case.shape_input_count)
     graph_inputs = [helper.make_tensor_value_info(name, np_dtype_to_tensor_dtype(value.dtype), list(value.shape))
                     for name, value in zip(case.input_names[:n_graph], case.inputs[:n_graph], strict=True)]
     initializers = [numpy_helper.from_array(value, name)
                     for name, value in zip(case.input_names[n_graph:], case.inputs[n_graph:], strict=True)]
-    output = helper.make_tensor_value_info("out", np_dtype_to_tensor_dtype(case.output_dtype), None)
-    graph = helper.make_graph([node], case.name, graph_inputs, [output], initializer=initializers)
+    values = [helper.make_tensor_value_info(name, np_dtype_to_tensor_dtype(case.output_dtype), None)
+              for name in outputs]
+    graph = helper.make_graph([node], case.name, graph_inputs, values, initializer=initializers)
     opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(DOMAIN, 1)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION)
+
+
+def output_names(case: Case) -> list[str]:
+    """``out``, or ``out0``, ``out1``, ... for an op of several outputs."""
+    return ["out0", "out1"] if case.op == "Unbroadcast" else ["out"]
+
+
+def _outputs(case: Case, outputs: list) -> object:
+    """The run's output, or all of them (a tuple) for an op of several outputs."""
+    return tuple(outputs) if len(output_names(case)) > 1 else outputs[0]
 
 
 def case_feeds(case: Case, runtime_shapes: bool = False) -> dict[str, np.ndarray]:
@@ -70,12 +82,18 @@ def run_kernel(case: Case) -> np.ndarray:
         return onnx_bcast.broadcast_v0(inputs[0], attrs["shape"], attrs["broadcast_axes"])
     if case.op == "BroadcastLikeV0":
         return onnx_bcast.broadcast_like_v0(*inputs, **attrs)
+    if case.op == "BroadcastBackprop":
+        return onnx_bcast.broadcast_backprop(*inputs, **attrs)
+    if case.op == "BroadcastV0Backprop":
+        return onnx_bcast.broadcast_v0_backprop(inputs[0], attrs["broadcast_axes"])
+    if case.op == "Unbroadcast":
+        return onnx_bcast.unbroadcast(*inputs, **attrs)
     return onnx_bcast.elementwise(case.op, *inputs, **attrs)
 
 
 def run_session(case: Case, runtime_shapes: bool = False) -> np.ndarray:
     session = onnx_bcast.InferenceSession(case_model(case, runtime_shapes))
-    return session.run(None, case_feeds(case, runtime_shapes))[0]
+    return _outputs(case, session.run(None, case_feeds(case, runtime_shapes)))
 
 
 def run_prepared_ort(case: Case, runtime_shapes: bool = False) -> np.ndarray:
@@ -83,12 +101,12 @@ def run_prepared_ort(case: Case, runtime_shapes: bool = False) -> np.ndarray:
     options = onnx_bcast.session_options()
     options.log_severity_level = 4  # invalid runs fail by design: keep ORT's error log out of the test output
     session = ort.InferenceSession(prepared.SerializeToString(), sess_options=options, providers=CPU)
-    return session.run(None, case_feeds(case, runtime_shapes))[0]
+    return _outputs(case, session.run(None, case_feeds(case, runtime_shapes)))
 
 
 def run_reference(case: Case) -> np.ndarray:
     evaluator = ReferenceEvaluator(case_model(case), new_ops=reference_ops())
-    return evaluator.run(None, case_feeds(case))[0]
+    return _outputs(case, evaluator.run(None, case_feeds(case)))
 
 
 def run_converted_ort(case: Case, runtime_shapes: bool = False) -> np.ndarray:
@@ -97,14 +115,14 @@ def run_converted_ort(case: Case, runtime_shapes: bool = False) -> np.ndarray:
     options = ort.SessionOptions()
     options.log_severity_level = 4
     session = ort.InferenceSession(converted.SerializeToString(), sess_options=options, providers=CPU)
-    return session.run(None, case_feeds(case, runtime_shapes))[0]
+    return _outputs(case, session.run(None, case_feeds(case, runtime_shapes)))
 
 
 def run_native(case: Case, runtime_shapes: bool = False) -> np.ndarray:
     session = onnx_bcast.InferenceSession(case_model(case, runtime_shapes), backend="native")
     if case.valid:  # no Python in the run loop (a model that fails for every input may run the numpy backend)
         assert session.backend == "native" and all(n.domain == "" for n in session.prepared_model.graph.node)
-    return session.run(None, case_feeds(case, runtime_shapes))[0]
+    return _outputs(case, session.run(None, case_feeds(case, runtime_shapes)))
 
 
 RUNNERS: dict[str, Callable[[Case], np.ndarray]] = {
@@ -139,8 +157,13 @@ def _params(cases: list[Case], runners: dict[str, Callable], xfails: dict[tuple[
     return params
 
 
-def assert_exactly(got: object, expected: np.ndarray) -> None:
-    """Same dtype, shape and bytes."""
+def assert_exactly(got: object, expected: np.ndarray | tuple[np.ndarray, ...]) -> None:
+    """Same dtype, shape and bytes (of each output, for several)."""
+    if isinstance(expected, tuple):
+        assert isinstance(got, tuple) and len(got) == len(expected), f"{len(expected)} outputs expected, got {got!r}"
+        for one, want in zip(got, expected, strict=True):
+            assert_exactly(one, want)
+        return
     got = np.asarray(got)
     assert got.dtype == expected.dtype, f"dtype {got.dtype}, expected {expected.dtype}"
     assert got.shape == expected.shape, f"shape {got.shape}, expected {expected.shape}"
@@ -165,7 +188,8 @@ def test_case(case: Case, runner: str) -> None:
         assert word in message, f"{word!r} not in {message!r}"
 
 
-RUNTIME_CASES = [c for c in VALID_CASES if c.op in BROADCAST_OPS]
+SHAPE_INPUT_OPS = (*BROADCAST_OPS, "BroadcastBackprop", "Unbroadcast")  # their shape-like inputs may come at run time
+RUNTIME_CASES = [c for c in VALID_CASES if c.op in SHAPE_INPUT_OPS]
 
 
 @pytest.mark.parametrize(("case", "runner"), _params(RUNTIME_CASES, RUNTIME_RUNNERS, {}))
@@ -173,7 +197,7 @@ def test_case_runtime_shapes(case: Case, runner: str) -> None:
     assert_exactly(RUNTIME_RUNNERS[runner](case, runtime_shapes=True), case.expected)
 
 
-RUNTIME_INVALID_CASES = [c for c in CASES if not c.valid and c.op in BROADCAST_OPS]
+RUNTIME_INVALID_CASES = [c for c in CASES if not c.valid and c.op in SHAPE_INPUT_OPS]
 RUNTIME_XFAILS: dict[tuple[str, str], str] = {}
 
 

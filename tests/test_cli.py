@@ -324,8 +324,9 @@ def test_run_with_the_native_backend(tmp_path: Path) -> None:
 
 def test_version_module_alias_and_ops_listing() -> None:
     version, alias, ops = _cli_all([["--version"], ["ops"], ["ops"]])
-    assert version.returncode == 0 and re.match(r"onnx-bcast \d+\.\d+\.\d+ \(onnx \d", version.stdout), version
-    assert "onnxruntime " in version.stdout
+    assert version.returncode == 0 and re.fullmatch(
+        r"onnx-bcast \d+\.\d+\.\d+ \(onnx \S+, onnxruntime \S+, onnxruntime-extensions \S+, numpy \S+, openvino "
+        r"(\S+|not installed)\)\n", version.stdout), version.stdout  # one line
     module = subprocess.run([sys.executable, "-m", "onnx_bcast", "ops"], capture_output=True, text=True, timeout=120)
     assert module.returncode == 0 and module.stdout == ops.stdout
     lines = ops.stdout.splitlines()
@@ -335,7 +336,9 @@ def test_version_module_alias_and_ops_listing() -> None:
     assert "BroadcastV0(arg, shape_input?, broadcast_axes_input?)  shape: ints = required; broadcast_axes: ints = " \
            "required" in lines
     assert "Mod(A, B)  auto_broadcast: string = 'numpy' (none | numpy | pdpd); axis: int = -1; fmod: int = 0" in lines
-    assert len(lines) == 1 + 4 + 16
+    assert "Unbroadcast(delta, a_shape, b_shape) -> (a_grad, b_grad)  auto_broadcast: string = 'numpy' (none | " \
+           "numpy | pdpd); axis: int = -1" in lines
+    assert len(lines) == 1 + 4 + 16 + 3
 
 
 def test_convert_of_a_large_model_shows_progress_and_names_the_source_of_each_node(tmp_path: Path) -> None:
@@ -354,3 +357,52 @@ def test_convert_of_a_large_model_shows_progress_and_names_the_source_of_each_no
     converted = onnx.load(tmp_path / "out.onnx")
     assert converted.graph.node[0].doc_string == "onnx-bcast: from BroadcastV0 node 'v0_0', rule BroadcastV0Rule"
     assert all(n.doc_string.startswith("onnx-bcast: from BroadcastV0 node 'v0_") for n in converted.graph.node)
+
+
+# ------------------------------------------------------------------------------------------------ run --runtime
+
+
+def _cli_hiding_openvino(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The command in an interpreter where ``import openvino`` fails, as if it were not installed."""
+    code = "import sys; sys.modules['openvino'] = None\nfrom onnx_bcast.cli import main\nsys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+def test_run_with_openvino_prints_what_onnx_runtime_prints(tmp_path: Path) -> None:
+    pytest.importorskip("openvino")
+    features = np.random.default_rng(5).standard_normal((1, 16, 50, 50)).astype(np.float32)
+    np.save(tmp_path / "features.npy", features)
+    given = {NCHW_BIAS: ("--input", f"features={tmp_path / 'features.npy'}"), EXPAND_MODES: ("--seed", "4")}
+    procs = _cli_all([("run", model, "--runtime", runtime, *extra) for model, extra in given.items()
+                      for runtime in ("onnxruntime", "openvino")])
+    for ort_run, ov_run in (procs[0:2], procs[2:4]):
+        assert ort_run.returncode == ov_run.returncode == 0, (ort_run.stderr, ov_run.stderr)
+        ort_lines, ov_lines = ort_run.stdout.splitlines(), ov_run.stdout.splitlines()
+        assert ov_lines[:-1] == ort_lines[:-1] and len(ov_lines) > 1  # every output: name, type, shape, values
+        assert re.fullmatch(r"ran in \d+\.\d\d ms", ov_lines[-1])
+    expected = (features + next(numpy_helper.to_array(t) for t in onnx.load(str(NCHW_BIAS)).graph.initializer
+                                if t.name == "bias").reshape(1, 16, 1, 1)).reshape(-1)[:6]
+    np.testing.assert_allclose(_preview_numbers(procs[1].stdout.splitlines()[0]), expected, rtol=1e-3)
+
+
+def test_run_with_openvino_names_the_invalid_node(tmp_path: Path) -> None:
+    pytest.importorskip("openvino")
+    bad = _invalid_model(tmp_path / "bad.onnx")
+    path, t, x = _runtime_target_model(tmp_path)
+    np.save(tmp_path / "bad_t.npy", np.array([4, 3, 5], np.int64))
+    static, run_time = _cli_all([("run", bad, "--runtime", "openvino"),
+                                 ("run", path, "--runtime", "openvino", "--input", f"t={tmp_path / 'bad_t.npy'}",
+                                  "--input", f"x={x}")])
+    _assert_one_line_error(static, "onnx-bcast run: Broadcast(mode=numpy) node 'bad_bcast': data dim 0 (size 3)")
+    _assert_one_line_error(run_time, "onnx-bcast run: RuntimeError: OpenVINO: Input shape dimension equal 2 cannot be "
+                                     "broadcasted (numpy mode) to 3")
+
+
+def test_run_with_openvino_missing_names_the_extra() -> None:
+    proc = _cli_hiding_openvino("run", NCHW_BIAS, "--runtime", "openvino")
+    _assert_one_line_error(proc)
+    assert proc.stderr == ("onnx-bcast run: onnx_bcast.openvino needs OpenVINO, which is not installed: "
+                           "pip install 'onnx-bcast[openvino]'\n")
+    assert proc.stdout == ""
+    default = _cli_hiding_openvino("run", NCHW_BIAS)  # the default runtime never needs it
+    assert default.returncode == 0 and default.stdout.startswith("biased: float32 [1, 16, 50, 50]"), default.stderr

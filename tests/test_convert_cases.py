@@ -134,6 +134,10 @@ def test_bundled_models_convert_and_run_everywhere() -> None:
         session = onnx_bcast.InferenceSession(model)
         feeds = random_feeds(session, seed=1)
         ours = session.run(None, feeds)
+        sums = any(n.op_type in ("BroadcastBackprop", "Unbroadcast", "BroadcastV0Backprop") for n in model.graph.node)
         for got in (_plain_run(converted, feeds), ReferenceEvaluator(converted).run(None, feeds)):
             for a, b in zip(ours, got, strict=True):
-                assert a.tobytes() == np.asarray(b).tobytes(), path.name
+                if sums and a.dtype.kind == "f":  # a gradient's sums: ORT's ReduceSum adds in its own order
+                    np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5 * float(np.abs(a).max(initial=1.0)))
+                else:
+                    assert a.tobytes() == np.asarray(b).tobytes(), path.name

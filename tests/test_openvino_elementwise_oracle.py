@@ -18,6 +18,7 @@ import onnx_bcast
 ov = pytest.importorskip("openvino")
 
 try:
+    from elementwise_util import assert_values_equal
     from ov_elementwise_oracle import (
         OPSET,
         OV_OPS,
@@ -28,6 +29,7 @@ try:
         ov_pdpd_aligned_shape,
     )
 except ImportError:  # tests/ imported as a package
+    from tests.elementwise_util import assert_values_equal
     from tests.ov_elementwise_oracle import (
         OPSET,
         OV_OPS,
@@ -282,20 +284,6 @@ def operands(
         return np.where(rng.random(shape) < 0.5, rng.integers(-4, 5, shape) / 2, rng.standard_normal(shape) * 8)
 
     return np.asarray(mixed(a_shape), np.float32), np.asarray(mixed(b_shape), np.float32)
-
-
-def assert_values_equal(op: str, got: np.ndarray, expected: np.ndarray, a: np.ndarray) -> None:
-    """Exact, except where OpenVINO's float kernels round differently (one ulp for Div/Pow; its float Mod is
-    ``a - trunc(a / b) * b``, within half an ulp of ``a`` in a 200k-sample check)."""
-    assert got.dtype == expected.dtype
-    assert got.shape == expected.shape
-    if expected.dtype != np.float32 or op not in ("Div", "Pow", "Mod"):
-        np.testing.assert_array_equal(got, expected, strict=True)
-    elif op == "Mod":
-        tolerance = 2 * np.finfo(np.float32).eps * np.broadcast_to(np.abs(a), got.shape)
-        assert np.all(np.abs(got - expected) <= tolerance), (got, expected)
-    else:
-        np.testing.assert_allclose(got, expected, rtol=3e-7, atol=0)
 
 
 # --- the oracle itself (literal expectations, so an OpenVINO change fails loudly) ---------------------------------

@@ -61,7 +61,7 @@ def test_the_bridge_private_api_we_use_is_still_there() -> None:
 
 
 def _modes(spec: object) -> tuple[str, ...]:
-    if spec.family == "elementwise":
+    if "auto_broadcast" in spec.defaults():
         return AUTO_BROADCAST_RULES
     return MODES if "mode" in spec.defaults() else ("",)
 

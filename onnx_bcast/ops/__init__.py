@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from onnx_bcast.ops import broadcast, broadcast_v0, elementwise
+from onnx_bcast.ops import backprop_specs, broadcast, broadcast_v0, elementwise
 from onnx_bcast.ops.common import OpSpec
 
-OP_SPECS: tuple[OpSpec, ...] = broadcast.SPECS + broadcast_v0.SPECS + elementwise.SPECS
+OP_SPECS: tuple[OpSpec, ...] = broadcast.SPECS + broadcast_v0.SPECS + elementwise.SPECS + backprop_specs.SPECS
 SPEC_BY_NAME: dict[str, OpSpec] = {spec.name: spec for spec in OP_SPECS}

@@ -1,5 +1,5 @@
 """Backprop of every broadcast: the adjoint of Broadcast/Expand (every mode), nGraph's v0 Broadcast, and the
-broadcast part of an elementwise op's gradient (``unbroadcast``). Kernels and op specs.
+broadcast part of an elementwise op's gradient (``unbroadcast``): which axes are summed, and the kernels.
 
 The adjoint of a broadcast sums the incoming gradient ``delta`` over every output position that copied one data
 element: the new axes and the stretched size-1 axes. Which axes those are comes from the forward shape rules
@@ -20,28 +20,12 @@ import numpy as np
 from onnx_bcast.errors import BroadcastError, fmt_shape
 from onnx_bcast.ops.broadcast import aligned_shape, broadcast_shape, canonical_mode
 from onnx_bcast.ops.broadcast_v0 import broadcast_v0_shape
-from onnx_bcast.ops.common import (
-    INDEX_TYPES,
-    Attr,
-    Input,
-    OpSpec,
-    Shape,
-    int_vector,
-    read_array,
-    shape_of,
-)
+from onnx_bcast.ops.common import Shape, int_vector, read_array, shape_of
 from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment
 
 BROADCAST_BACKPROP = "BroadcastBackprop"
 V0_BACKPROP = "BroadcastV0Backprop"
 UNBROADCAST = "Unbroadcast"
-
-# the types a gradient can have: every numeric tensor type of ONNX's standard ops (no bool, no string)
-NUMERIC_TYPES: tuple[str, ...] = tuple(
-    f"tensor({t})"
-    for t in ("float", "double", "float16", "bfloat16",
-              "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-)
 
 Dims = tuple[int | None, ...]  # a shape whose dims may be unknown (the converter's view)
 
@@ -163,6 +147,35 @@ def broadcast_v0_backprop(delta: Any, broadcast_axes: Any) -> np.ndarray:
     return _sum_to(delta, tuple(a for a in axes if delta.shape[a] != 1), kept, V0_BACKPROP, "")
 
 
+def unbroadcast_plan(delta_dims: Dims, a_shape: Any, b_shape: Any, *, auto_broadcast: str = "numpy",
+                     axis: int = -1) -> tuple[Shape, Shape, Shape, Shape, Shape]:
+    """How ``delta`` (of ``delta_dims``; None marks a dim known only at run time) sums down to A's and B's shapes.
+
+    Validates A and B under the rule and ``delta``'s known dims against their output shape. Returns
+    ``(a, b, out, aligned_a, aligned_b)``: the shapes, the output shape, and A's and B's shapes padded with 1s to
+    the output rank as the forward op aligns them.
+    """
+    rule = canonical_rule(auto_broadcast, UNBROADCAST)
+    try:
+        a = int_vector(a_shape, "a_shape", UNBROADCAST, rule)
+        b = int_vector(b_shape, "b_shape", UNBROADCAST, rule)
+    except BroadcastError as err:  # int_vector names the rule "mode"
+        raise BroadcastError(UNBROADCAST, rule, err.detail, mode_attr="auto_broadcast") from None
+    for what, shape in (("a_shape", a), ("b_shape", b)):
+        if any(n < 0 for n in shape):
+            raise BroadcastError(UNBROADCAST, rule, f"{what} {fmt_shape(shape)} has a negative dim",
+                                 mode_attr="auto_broadcast")
+    out = elementwise_shape(a, b, auto_broadcast=rule, axis=axis, op=UNBROADCAST)
+    if len(out) != len(delta_dims) or any(x is not None and x != o for x, o in zip(delta_dims, out, strict=False)):
+        raise BroadcastError(UNBROADCAST, rule, f"delta {_fmt_dims(delta_dims)} is not the output shape "
+                                                f"{fmt_shape(out)} of A {fmt_shape(a)} and B {fmt_shape(b)}",
+                             mode_attr="auto_broadcast")
+    rank = len(out)
+    aligned_a = (1,) * (rank - len(a)) + a
+    aligned_b = pdpd_alignment(a, b, int(axis), UNBROADCAST) if rule == "pdpd" else (1,) * (rank - len(b)) + b
+    return a, b, out, aligned_a, aligned_b
+
+
 def unbroadcast(delta: Any, a_shape: Any, b_shape: Any, *, auto_broadcast: str = "numpy",
                 axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
     """``delta`` (an elementwise op's output shape) summed down to A's shape and to B's shape under the elementwise
@@ -170,97 +183,11 @@ def unbroadcast(delta: Any, a_shape: Any, b_shape: Any, *, auto_broadcast: str =
     Types and summation as ``broadcast_backprop``."""
     rule = canonical_rule(auto_broadcast, UNBROADCAST)
     delta = _read_delta(delta, UNBROADCAST, rule, "auto_broadcast")
-    a = int_vector(a_shape, "a_shape", UNBROADCAST, rule)
-    b = int_vector(b_shape, "b_shape", UNBROADCAST, rule)
-    for what, shape in (("a_shape", a), ("b_shape", b)):
-        if any(n < 0 for n in shape):
-            raise BroadcastError(UNBROADCAST, rule, f"{what} {fmt_shape(shape)} has a negative dim",
-                                 mode_attr="auto_broadcast")
-    out = elementwise_shape(a, b, auto_broadcast=rule, axis=axis, op=UNBROADCAST)
-    if out != delta.shape:
-        raise BroadcastError(UNBROADCAST, rule, f"delta {fmt_shape(delta.shape)} is not the output shape "
-                                                f"{fmt_shape(out)} of A {fmt_shape(a)} and B {fmt_shape(b)}",
-                             mode_attr="auto_broadcast")
-    rank = len(out)
-    aligned_a = (1,) * (rank - len(a)) + a
-    aligned_b = pdpd_alignment(a, b, int(axis), UNBROADCAST) if rule == "pdpd" else (1,) * (rank - len(b)) + b
+    a, b, out, aligned_a, aligned_b = unbroadcast_plan(shape_of(delta), a_shape, b_shape, auto_broadcast=rule,
+                                                       axis=axis)
 
     def down(aligned: Shape, shape: Shape) -> np.ndarray:
-        summed = tuple(i for i in range(rank) if aligned[i] == 1 and out[i] != 1)
+        summed = tuple(i for i in range(len(out)) if aligned[i] == 1 and out[i] != 1)
         return _sum_to(delta, summed, shape, UNBROADCAST, rule, "auto_broadcast")
 
     return down(aligned_a, a), down(aligned_b, b)
-
-
-# -- op specs -----------------------------------------------------------------------------------------------------
-
-def _backprop_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None
-                     ) -> np.ndarray:
-    delta, data_shape, axes = (*inputs, None, None)[:3]
-    return broadcast_backprop(delta, data_shape, axes, mode=attrs["mode"], axis=attrs["axis"])
-
-
-def _backprop_static(shapes: list[Shape | None], values: list[np.ndarray | None], attrs: dict[str, Any]
-                     ) -> Shape | None:
-    """``data_shape``'s value, validated against ``delta``'s shape (None unless both are known)."""
-    delta_shape = shapes[0] if shapes else None
-    data_shape = values[1] if len(values) > 1 else None
-    axes = values[2] if len(values) > 2 else None
-    if delta_shape is None or data_shape is None or (len(shapes) > 2 and axes is None):
-        return None
-    return backprop_plan(data_shape, delta_shape, axes, mode=attrs["mode"], axis=attrs["axis"])[0]
-
-
-def _v0_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None
-               ) -> np.ndarray:
-    # ORT form: the list attribute travels as input 1; the attribute wins when the input is absent
-    axes = inputs[1] if len(inputs) > 1 and inputs[1] is not None else attrs["broadcast_axes"]
-    return broadcast_v0_backprop(inputs[0], axes)
-
-
-def _v0_static(shapes: list[Shape | None], values: list[np.ndarray | None], attrs: dict[str, Any]) -> Shape | None:
-    if not shapes or shapes[0] is None:
-        return None
-    return tuple(int(d) for d in v0_plan(shapes[0], attrs["broadcast_axes"])[1])
-
-
-BROADCAST_BACKPROP_SPEC = OpSpec(
-    name=BROADCAST_BACKPROP,
-    doc="The gradient of Broadcast/Expand: delta summed over every output position each data element was copied "
-        "to; output shape data_shape. float16/bfloat16 are summed in float32 and rounded once.",
-    inputs=(
-        Input("delta", "T", doc="the gradient of the forward output (the forward output's shape)"),
-        Input("data_shape", "T_SHAPE", doc="1-D: the forward data's shape"),
-        Input("axes_mapping", "T_SHAPE", optional=True,
-              doc="explicit mode: the forward axes_mapping (empty or absent otherwise)"),
-    ),
-    attrs=(
-        Attr("mode", "string", "numpy", "the forward mode: numpy, explicit (none), bidirectional or pdpd"),
-        Attr("axis", "int", -1, "pdpd: the forward axis"),
-    ),
-    type_constraints=(("T", NUMERIC_TYPES), ("T_SHAPE", INDEX_TYPES)),
-    output_type_param="T",
-    kernel=_backprop_kernel,
-    static_shape=_backprop_static,
-    mode_of=lambda attrs: str(attrs.get("mode", "numpy")),
-)
-
-BROADCAST_V0_BACKPROP_SPEC = OpSpec(
-    name=V0_BACKPROP,
-    doc="nGraph's backprop of the v0 Broadcast: Sum(delta, broadcast_axes). float16/bfloat16 are summed in float32 "
-        "and rounded once.",
-    inputs=(
-        Input("delta", "T", doc="the gradient of the forward output"),
-        Input("broadcast_axes_input", "T_SHAPE", optional=True,
-              doc="ONNX Runtime form: the 'broadcast_axes' attribute as a tensor"),
-    ),
-    attrs=(Attr("broadcast_axes", "ints", None, "the forward's new axes: summed"),),
-    type_constraints=(("T", NUMERIC_TYPES), ("T_SHAPE", INDEX_TYPES)),
-    output_type_param="T",
-    kernel=_v0_kernel,
-    static_shape=_v0_static,
-)
-
-# Unbroadcast (two outputs) is not here: the op-spec machinery carries one output per op (see the module doc of
-# converters/backprop.py for what two outputs need).
-SPECS = (BROADCAST_BACKPROP_SPEC, BROADCAST_V0_BACKPROP_SPEC)

@@ -96,10 +96,20 @@ def _v0_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_outpu
     return broadcast_v0(inputs[0], shape, axes, max_output_bytes=max_output_bytes)
 
 
+def list_value(values: list[np.ndarray | None], present: int, i: int, attr: Any) -> Any:
+    """A list attribute as the kernels read it: input ``i`` of the ONNX Runtime form when present (None when its
+    value is not known), else the attribute. ``present``: how many inputs the node has."""
+    if present > i:
+        return values[i] if len(values) > i else None
+    return attr
+
+
 def _v0_static(shapes: list[Shape | None], values: list[np.ndarray | None], attrs: dict[str, Any]) -> Shape | None:
-    if not shapes or shapes[0] is None:
+    shape = list_value(values, len(shapes), 1, attrs["shape"])
+    axes = list_value(values, len(shapes), 2, attrs["broadcast_axes"])
+    if not shapes or shapes[0] is None or shape is None or axes is None:
         return None
-    return broadcast_v0_shape(shapes[0], attrs["shape"], attrs["broadcast_axes"])
+    return broadcast_v0_shape(shapes[0], shape, axes)
 
 
 def _like_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None
@@ -109,9 +119,10 @@ def _like_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_out
 
 
 def _like_static(shapes: list[Shape | None], values: list[np.ndarray | None], attrs: dict[str, Any]) -> Shape | None:
-    if len(shapes) < 2 or shapes[0] is None or shapes[1] is None:
+    axes = list_value(values, len(shapes), 2, attrs["initial_broadcast_axes"])
+    if len(shapes) < 2 or shapes[0] is None or shapes[1] is None or axes is None:
         return None
-    return broadcast_like_v0_shape(shapes[0], shapes[1], attrs["initial_broadcast_axes"])
+    return broadcast_like_v0_shape(shapes[0], shapes[1], axes)
 
 
 BROADCAST_V0 = OpSpec(

@@ -61,14 +61,29 @@ class OpSpec:
     attrs: tuple[Attr, ...]
     type_constraints: tuple[tuple[str, tuple[str, ...]], ...]
     output_type_param: str
-    # kernel(inputs, attrs, max_output_bytes) -> output; inputs may contain None for absent optional inputs
-    kernel: Callable[[list[np.ndarray | None], dict[str, Any], int | None], np.ndarray]
+    # kernel(inputs, attrs, max_output_bytes) -> output (a tuple of them for several); inputs may hold None for
+    # absent optional inputs
+    kernel: Callable[[list[np.ndarray | None], dict[str, Any], int | None], np.ndarray | tuple[np.ndarray, ...]]
     # static_shape(input_shapes, input_values, attrs) -> output shape, or None when unknown
     static_shape: Callable[[list[Shape | None], list[np.ndarray | None], dict[str, Any]], Shape | None]
     # the 'mode' shown in error messages, from the attributes
     mode_of: Callable[[dict[str, Any]], str] = field(default=lambda attrs: "")
     mode_attr: str = "mode"  # the attribute that holds the broadcast rule
-    family: str = "broadcast"  # "broadcast" (a Python kernel moves the data) or "elementwise" (a standard op does)
+    # "broadcast" (a Python kernel moves the data), "elementwise" (a standard op does) or "backprop" (sums)
+    family: str = "broadcast"
+    outputs: tuple[str, ...] = ("output",)  # a kernel of several outputs returns a tuple of arrays
+    # for shape inference: output_shapes(input_shapes, input_values, attrs) -> one shape (None: unknown) per
+    # output, raising where the known facts break the rule; it may know a shape that ``static_shape`` (a proof
+    # that the node is valid) does not, e.g. a gradient's shape from ``data_shape`` while ``delta``'s is unknown
+    output_shapes: Callable[[list[Shape | None], list[np.ndarray | None], dict[str, Any]],
+                            tuple[Shape | None, ...]] | None = None
+
+    def all_output_shapes(self, shapes: list[Shape | None], values: list[np.ndarray | None],
+                          attrs: dict[str, Any]) -> tuple[Shape | None, ...]:
+        """Every output's shape for shape inference, None where unknown."""
+        if self.output_shapes is not None:
+            return self.output_shapes(shapes, values, attrs)
+        return (self.static_shape(shapes, values, attrs),)
 
     @functools.cached_property
     def value_inputs(self) -> tuple[bool, ...]:

@@ -1,0 +1,170 @@
+"""BroadcastBackprop, BroadcastV0Backprop and Unbroadcast as OpenVINO ReduceSum over the summed axes + Reshape.
+
+The summed axes come from the forward rule as ``onnx_bcast.ops.backprop`` reads it: where the data's shape (or A's,
+B's) is known when reading, they are constants and the node is validated then (``backprop_plan``, ``v0_plan``,
+the elementwise rule); where it is fed at run time, they are computed in the graph (``NonZero`` of the aligned
+shape's 1s) and OpenVINO's ``Reshape`` to that shape is the only run-time check (see the package notes).
+float16/bfloat16 are summed in float32 and rounded once, as the kernels do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import openvino as ov
+
+from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.openvino.broadcasts import explicit_axes
+from onnx_bcast.openvino.checks import explained
+from onnx_bcast.openvino.graph import (
+    Dims,
+    Output,
+    as_i64,
+    attr,
+    dims,
+    fmt,
+    fold,
+    i64,
+    index_input,
+    input_at,
+    int_attr,
+    ints,
+    length,
+    ones_then,
+    ops,
+)
+from onnx_bcast.ops.backprop import BROADCAST_BACKPROP, UNBROADCAST, V0_BACKPROP, backprop_plan, v0_plan
+from onnx_bcast.ops.broadcast import canonical_mode
+from onnx_bcast.ops.common import int_vector
+from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment
+
+_WIDENED = ("f16", "bf16")  # summed in float32
+
+
+def _delta(ctx: Any, op: str, mode: str, mode_attr: str = "mode") -> tuple[Output, tuple[int | None, ...]]:
+    delta = input_at(ctx, 0)
+    elem = delta.get_element_type()
+    if elem == ov.Type.boolean or elem == ov.Type.string:
+        raise BroadcastError(op, mode, f"delta must be a numeric tensor, got {elem.get_type_name()}",
+                             mode_attr=mode_attr)
+    shape = dims(delta)
+    if shape is None:
+        raise NotImplementedError(f"{op}: delta's rank must be known when reading the model into OpenVINO")
+    return delta, shape
+
+
+def summed_where_one(aligned: Output) -> Output:
+    """The axes where the aligned shape (a 1-D int64 tensor) is 1, the ones a backprop sums over, each plus one and
+    after a 0: for ``sum_to`` on ``delta`` with a leading size-1 axis. (The CPU plugin's ReduceSum fails with "ptr is
+    Null" on a run-time axes tensor that is empty; with the leading axis it never is.)"""
+    where = ops.reshape(ops.non_zero(ops.equal(aligned, i64([1])), "i64"), i64([-1]), False)
+    return ops.concat([i64([0]), ops.add(where, i64([1]))], 0).output(0)
+
+
+def sum_to(delta: Output, axes: Sequence[int] | Output, shape: Output | None, keep_dims: bool = True) -> Output:
+    """``delta`` summed over ``axes`` (float16/bfloat16 in float32, rounded once), reshaped to ``shape``. Run-time
+    ``axes`` (from ``summed_where_one``) count a size-1 axis put in front of ``delta``."""
+    elem = delta.get_element_type()
+    wide = elem.get_type_name() in _WIDENED
+    total = ops.convert(delta, ov.Type.f32).output(0) if wide else delta
+    if not isinstance(axes, Sequence):
+        total = ops.reduce_sum(ops.unsqueeze(total, i64([0])), axes, keep_dims).output(0)
+    else:  # also with no axes: a node of its own (a model output that is its input loses the input's name)
+        total = ops.reduce_sum(total, i64(axes), keep_dims or not axes).output(0)  # the CPU plugin wants keep_dims
+    if wide:
+        total = ops.convert(total, elem).output(0)
+    return total if shape is None else ops.reshape(total, shape, False).output(0)
+
+
+def broadcast_backprop(ctx: Any, op: str) -> list[Output]:
+    """``BroadcastBackprop(delta, data_shape, axes_mapping?)``: ``delta`` summed to ``data_shape``."""
+    mode = canonical_mode(attr(ctx, "mode", "numpy"), op)
+    axis = int_attr(ctx, "axis", -1, op, mode)
+    delta, dd = _delta(ctx, op, mode)
+    data_shape = index_input(input_at(ctx, 1), "data_shape", op, mode)
+    axes, a = explicit_axes(ctx, op, mode)
+    values = fold(data_shape)
+    if values is not None and (axes is None or a is not None):
+        d, _, summed, _ = backprop_plan(values, dd, a, mode=mode, axis=axis, op=op)
+        return [sum_to(delta, summed, i64(d))]
+    r = len(values) if values is not None else length(data_shape)
+    if r is None:
+        raise NotImplementedError(f"{op}: data_shape's length must be known when reading the model into OpenVINO")
+    if mode != "explicit" or a is not None:
+        try:  # ranks and axes: data dims of 1 fit every delta
+            backprop_plan((1,) * r, dd, a, mode=mode, axis=axis, op=op)
+        except BroadcastError as err:
+            raise explained(err, f"delta {fmt(dd)}, {r} data_shape values known at run time") from None
+    rank, shape = len(dd), as_i64(data_shape)
+    if mode == "explicit":
+        aligned = ops.scatter_update(i64([1] * rank), as_i64(axes), shape, i64([0])).output(0)
+    elif mode == "pdpd":
+        aligned = ones_then(rank - r if axis == -1 else axis, shape)
+    else:
+        aligned = ones_then(rank - r, shape)
+    return [sum_to(delta, summed_where_one(aligned), data_shape)]
+
+
+def broadcast_v0_backprop(ctx: Any, op: str) -> list[Output]:
+    """``BroadcastV0Backprop(delta)``: nGraph's ``Sum(delta, broadcast_axes)``."""
+    delta, dd = _delta(ctx, op, "")
+    axes, _ = v0_plan(dd, ints(ctx, 1, "broadcast_axes", op))
+    return [sum_to(delta, axes, None, keep_dims=False)]
+
+
+def _unbroadcast_static(op: str, rule: str, axis: int, dd: Dims, a_values: Any, b_values: Any
+                        ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """A's and B's shapes validated against ``delta``'s dims, and the axes summed for each."""
+    a = int_vector(a_values, "a_shape", op, rule)
+    b = int_vector(b_values, "b_shape", op, rule)
+    for what, shape in (("a_shape", a), ("b_shape", b)):
+        if any(n < 0 for n in shape):
+            raise BroadcastError(op, rule, f"{what} {fmt_shape(shape)} has a negative dim", mode_attr="auto_broadcast")
+    out = elementwise_shape(a, b, auto_broadcast=rule, axis=axis, op=op)
+    if len(out) != len(dd) or any(x is not None and x != o for x, o in zip(dd, out, strict=False)):
+        raise BroadcastError(op, rule, f"delta {fmt(dd)} is not the output shape {fmt_shape(out)} of A "
+                                       f"{fmt_shape(a)} and B {fmt_shape(b)}", mode_attr="auto_broadcast")
+    rank = len(out)
+    aligned_a = (1,) * (rank - len(a)) + a
+    aligned_b = pdpd_alignment(a, b, axis, op) if rule == "pdpd" else (1,) * (rank - len(b)) + b
+
+    def summed(aligned: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(i for i in range(rank) if aligned[i] == 1 and out[i] != 1)
+
+    return a, b, summed(aligned_a), summed(aligned_b)
+
+
+def unbroadcast(ctx: Any, op: str) -> list[Output]:
+    """``Unbroadcast(delta, a_shape, b_shape)``: ``delta`` summed to A's and to B's shape (two outputs)."""
+    rule = canonical_rule(attr(ctx, "auto_broadcast", "numpy"), op)
+    axis = int_attr(ctx, "axis", -1, op, rule, "auto_broadcast")
+    delta, dd = _delta(ctx, op, rule, "auto_broadcast")
+    a_shape, b_shape = (index_input(input_at(ctx, i), what, op, rule, "auto_broadcast")
+                        for i, what in ((1, "a_shape"), (2, "b_shape")))
+    a_values, b_values = fold(a_shape), fold(b_shape)
+    if a_values is not None and b_values is not None:
+        a, b, summed_a, summed_b = _unbroadcast_static(op, rule, axis, dd, a_values, b_values)
+        return [sum_to(delta, summed_a, i64(a)), sum_to(delta, summed_b, i64(b))]
+    ra, rb = length(a_shape), length(b_shape)
+    if ra is None or rb is None:
+        raise NotImplementedError(f"{op}: the lengths of a_shape and b_shape must be known when reading the model "
+                                  "into OpenVINO")
+    try:  # ranks: dims of 1 fit every rule
+        _unbroadcast_static(op, rule, axis, tuple(None for _ in dd), (1,) * ra, (1,) * rb)
+    except BroadcastError as err:
+        raise explained(err, f"delta {fmt(dd)}, a_shape and b_shape of lengths {ra} and {rb} known at run "
+                             "time") from None
+    rank, a64, b64 = len(dd), as_i64(a_shape), as_i64(b_shape)
+    if rule == "pdpd":
+        start = ra - rb if axis == -1 else axis
+        kept = min(rb, ra - start)  # B's dims past A's end are trailing 1s (SPEC: ignored)
+        b_part = ops.slice(b64, i64([0]), i64([kept]), i64([1])).output(0)
+        aligned_b = ones_then(start, b_part, ra - start - kept)
+    else:
+        aligned_b = ones_then(rank - rb, b64)
+    return [sum_to(delta, summed_where_one(ones_then(rank - ra, a64)), a_shape),
+            sum_to(delta, summed_where_one(aligned_b), b_shape)]
+
+
+CONVERTERS = {BROADCAST_BACKPROP: broadcast_backprop, V0_BACKPROP: broadcast_v0_backprop, UNBROADCAST: unbroadcast}

@@ -1,0 +1,104 @@
+"""The 16 elementwise ops as OpenVINO's binary ops with ``auto_broadcast`` none/numpy/pdpd and the pdpd axis.
+
+``Add Sub Mul Div Pow Max Min`` -> ``Add Subtract Multiply Divide Power Maximum Minimum`` (``Divide`` with
+``m_pythondiv=False``: integers truncate as in ONNX), ``Mod`` -> ``FloorMod`` (fmod=0) / ``Mod`` (fmod=1),
+comparisons -> ``Equal Less LessEqual Greater GreaterEqual``, ``And Or Xor`` -> ``LogicalAnd LogicalOr LogicalXor``.
+
+pdpd with known ranks: B is first reshaped as SPEC §2 aligns it (trailing size-1 dims past A's end dropped, which
+OpenVINO's shape inference does not do; size-1 dims appended up to A's end), so OpenVINO's pdpd rule applies with
+axis -1. Measured on the CPU plugin (openvino 2026.4.1): an explicit pdpd axis fails to compile for float
+comparisons and logical ops, and most ops fail where B does not reach A's last axis; aligned with axis -1 every op
+compiles but float ``Mod`` ("Doesn't support broadcast type: pdpd"), which runs as numpy broadcasting of the aligned
+B, as does a static size-1 B dim meeting a 0-size A dim (SPEC accepts it, OpenVINO's pdpd does not). With an
+unknown rank the node is OpenVINO's pdpd with the given axis.
+
+``Pow`` with an exponent of another type: a float base converts the exponent to its type; an integer base is raised
+in the exponent's float type and converted back (OpenVINO's Convert truncates toward zero, as ONNX Runtime does).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openvino as ov
+
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.openvino.checks import check_elementwise
+from onnx_bcast.openvino.graph import Output, attr, create, dims, fmt, i64, input_at, int_attr, is_static, ops
+from onnx_bcast.ops.elementwise import LOGICAL, canonical_rule
+
+#: onnx-bcast elementwise op -> OpenVINO op (``Mod`` by ``fmod``: ``OV_MOD``).
+OV_OPS: dict[str, str] = {
+    "Add": "Add", "Sub": "Subtract", "Mul": "Multiply", "Div": "Divide", "Pow": "Power", "Max": "Maximum",
+    "Min": "Minimum", "Equal": "Equal", "Less": "Less", "LessOrEqual": "LessEqual", "Greater": "Greater",
+    "GreaterOrEqual": "GreaterEqual", "And": "LogicalAnd", "Or": "LogicalOr", "Xor": "LogicalXor",
+}
+
+#: ONNX ``Mod``: fmod=0 takes the divisor's sign (OpenVINO ``FloorMod``), fmod=1 the dividend's (``Mod``).
+OV_MOD: dict[int, str] = {0: "FloorMod", 1: "Mod"}
+
+
+def align_pdpd(b: Output, da: tuple, db: tuple, axis: int) -> tuple[Output, tuple[int | None, ...]]:
+    """B reshaped as SPEC's pdpd rule aligns it, up to A's last axis: trailing size-1 dims past A's end dropped,
+    size-1 dims appended, so that OpenVINO's pdpd rule with axis -1 (or numpy broadcasting) applies."""
+    ra, rb = len(da), len(db)
+    start = ra - rb if axis == -1 else axis
+    stick_out = max(0, start + rb - ra)
+    kept = rb - stick_out
+    aligned = tuple(db[:kept]) + (1,) * (ra - start - kept)
+    if is_static(db):
+        return (b if aligned == tuple(db) else ops.reshape(b, i64(aligned), False).output(0)), aligned
+    if stick_out:
+        b = ops.squeeze(b, i64(range(kept, rb))).output(0)
+    if len(aligned) > kept:
+        b = ops.unsqueeze(b, i64(range(kept, len(aligned)))).output(0)
+    return b, aligned
+
+
+def _check_types(op: str, rule: str, a: Output, b: Output, fmod: int) -> None:
+    ta, tb = a.get_element_type(), b.get_element_type()
+    shapes = f"A {fmt(dims(a))}, B {fmt(dims(b))}"
+    if op in LOGICAL and not (ta == tb == ov.Type.boolean):
+        raise BroadcastError(op, rule, f"takes bool inputs, got {ta.get_type_name()} and {tb.get_type_name()}; "
+                                       f"{shapes}", mode_attr="auto_broadcast")
+    if op != "Pow" and ta != tb:
+        raise BroadcastError(op, rule, f"A and B must have one element type, got {ta.get_type_name()} and "
+                                       f"{tb.get_type_name()}; {shapes}", mode_attr="auto_broadcast")
+    if op == "Mod" and fmod not in OV_MOD:
+        raise BroadcastError(op, rule, f"fmod must be 0 or 1, got {fmod}", mode_attr="auto_broadcast")
+
+
+def elementwise(ctx: Any, op: str) -> list[Output]:
+    """One of the 16 elementwise ops under ``auto_broadcast`` none/numpy/pdpd."""
+    rule = canonical_rule(attr(ctx, "auto_broadcast", "numpy"), op)
+    axis = int_attr(ctx, "axis", -1, op, rule, "auto_broadcast")
+    fmod = int_attr(ctx, "fmod", 0, op, rule, "auto_broadcast") if op == "Mod" else 0
+    a, b = input_at(ctx, 0), input_at(ctx, 1)
+    _check_types(op, rule, a, b, fmod)
+    ta, tb = a.get_element_type(), b.get_element_type()
+    da, db = dims(a), dims(b)
+    out_shape = check_elementwise(op, rule, axis, da, db)
+    ov_op = OV_MOD[fmod] if op == "Mod" else OV_OPS[op]
+    ov_rule, ov_axis = rule, axis
+    if rule == "pdpd" and da is not None and db is not None:
+        b, aligned = align_pdpd(b, da, db, axis)
+        ov_axis = -1
+        a_part = da[len(da) - len(aligned):]
+        zero_meets_one = out_shape is not None and any(a_part[k] == 0 and y == 1 for k, y in enumerate(aligned))
+        if (ov_op == "Mod" and ta.is_real()) or zero_meets_one:
+            ov_rule = "numpy"
+    convert_back = None
+    if op == "Pow" and ta != tb:
+        if ta.is_real() or not tb.is_real():
+            b = ops.convert(b, ta).output(0)
+        else:  # an integer base, a float exponent: as ONNX Runtime, in floating point, truncated back
+            a, convert_back = ops.convert(a, tb).output(0), ta
+    attributes: dict[str, Any] = {"auto_broadcast": ov_rule}
+    if ov_rule == "pdpd":
+        attributes["auto_broadcast.auto_broadcast_axis"] = ov_axis
+    if ov_op == "Divide":
+        attributes["m_pythondiv"] = False
+    outputs = create(ov_op, [a, b], attributes)
+    if convert_back is not None:
+        outputs = [ops.convert(outputs[0], convert_back).output(0)]
+    return outputs
