@@ -8,8 +8,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-import onnx
-import onnx.inliner
 from onnx import FunctionProto, GraphProto, ModelProto, NodeProto, helper
 
 from onnx_bcast import hidden_inference, schemas
@@ -20,6 +18,7 @@ from onnx_bcast.model_walk import NameGenerator, node_lists, opset_version
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.static_facts import StaticFacts
 from onnx_bcast.survey import no_cycle_collection, survey_nodes, walked_node_lists
+from onnx_bcast.working_copy import working_copy
 
 if TYPE_CHECKING:
     from onnx_bcast.converters.expand_elision import ExpandElision
@@ -78,42 +77,6 @@ class Lowered:
                 for (op, mode), count in sorted(self.rewritten.items())]
 
 
-def _check_our_opsets(model: ModelProto) -> None:
-    """The model and its functions import a version of our domain that we know, or none."""
-    wheres = [("the model", list(model.opset_import))]
-    wheres += [(f"function {f.name!r}", list(f.opset_import)) for f in model.functions]
-    for where, opsets in wheres:
-        version = opset_version(opsets, DOMAIN)
-        if version is not None and version != schemas.VERSION:
-            raise BroadcastError(DOMAIN, "", f"{where} imports opset version {version} of domain {DOMAIN!r}; "
-                                             f"this onnx-bcast knows version {schemas.VERSION} only")
-
-
-def _working_copy(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool = False) -> ModelProto:
-    _check_our_opsets(model)
-    copy = ModelProto()
-    copy.CopyFrom(model)
-    if (inline or rule_set.inline_functions) and any(n.domain == DOMAIN for f in copy.functions for n in f.node):
-        copy = _inline_functions_with_our_nodes(copy)
-    current = opset_version(list(copy.opset_import), "")
-    if current is None:
-        copy.opset_import.append(helper.make_opsetid("", opset if opset is not None else rule_set.default_opset(None)))
-    elif opset is not None and opset != current:
-        raise ValueError(f"the model already uses default-domain opset {current}; converting its standard nodes to "
-                         f"opset {opset} is not done here (onnx's version converter drops model-local functions)")
-    return copy
-
-
-def _inline_functions_with_our_nodes(model: ModelProto) -> ModelProto:
-    """The model with every local function that holds a node of ours inlined at its call sites (others kept)."""
-    ours = [(f.domain, f.name) for f in model.functions if any(n.domain == DOMAIN for n in f.node)]
-    try:
-        return onnx.inliner.inline_selected_functions(model, ours, exclude=False)
-    except Exception as err:  # onnx's own message, in our one-line form
-        raise BroadcastError(DOMAIN, "", f"cannot inline the model-local functions {ours} that hold our nodes: "
-                                         f"{str(err).strip().splitlines()[0]}") from None
-
-
 def _bound_with_rule(declared: Declared, facts: StaticFacts, in_function: bool, rule_set: RuleSet) -> tuple[Bound,
                                                                                                             Rule]:
     try:
@@ -131,7 +94,7 @@ def _bound_with_rule(declared: Declared, facts: StaticFacts, in_function: bool, 
 def bind_model(model: ModelProto, rule_set: RuleSet) -> list[Bound]:
     """Every node of ours bound and checked against ``rule_set``, nothing rewritten (``onnx-bcast check``)."""
     schemas.register()
-    copy = _working_copy(model, rule_set, None)
+    copy = working_copy(model, None, rule_set.inline_functions, rule_set.default_opset)
     lists = list(node_lists(copy))
     declared = survey_nodes(lists, NameGenerator()).declared
     facts = StaticFacts(copy, raise_broadcast_errors=True)
@@ -163,7 +126,7 @@ def lower(model: ModelProto, rule_set: RuleSet, *, opset: int | None = None, pro
 def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool, progress: Progress | None
            ) -> Lowered:
     schemas.register()
-    copy = _working_copy(model, rule_set, opset, inline)
+    copy = working_copy(model, opset, inline or rule_set.inline_functions, rule_set.default_opset)
     lists = walked_node_lists(copy)
     names = NameGenerator()
     survey = survey_nodes(lists, names)
