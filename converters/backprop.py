@@ -140,20 +140,16 @@ class UnbroadcastRule:
             except BroadcastError as err:
                 raise emit.fail(err.detail) from None
             if bound.out_shape is None and self.guards:
-                guard = Guard(emit, bound)
-                unbroadcast_conditions(guard, bound, emit.const_i64(a, "a_shape"), emit.const_i64(b, "b_shape"),
-                                       emit.shape(delta))
-                delta = checked_delta(emit, guard, delta)
+                delta = self._checked(emit, bound, delta, emit.const_i64(a, "a_shape"), emit.const_i64(b, "b_shape"))
             for aligned, shape, output in ((aligned_a, a, bound.outputs[0]), (aligned_b, b, bound.outputs[1])):
                 summed = [i for i, n in enumerate(aligned) if n == 1 and out[i] != 1]
                 reshape = None if aligned == shape else emit.const_i64(shape, "grad_shape")
                 sum_to(emit, bound, delta, summed, True, reshape, output, len(out))
             return
         a_in, b_in = int64_input(emit, bound, 1, "a_shape"), int64_input(emit, bound, 2, "b_shape")
-        guard = Guard(emit, bound)
         if self.guards:
-            unbroadcast_conditions(guard, bound, a_in, b_in, emit.shape(delta))
-            delta = checked_delta(emit, guard, delta)
+            delta = self._checked(emit, bound, delta, a_in, b_in)
+        guard = Guard(emit, bound)  # the shape arithmetic's helpers (no conditions)
         for aligned, shape, output in zip(self._aligned(emit, guard, bound, a_in, b_in), (a_in, b_in),
                                           bound.outputs, strict=True):
             if isinstance(aligned, str):  # known at run time only: the axes too (OpenVINO's reader refuses these)
@@ -161,6 +157,13 @@ class UnbroadcastRule:
             else:
                 sum_to(emit, bound, delta, [i for i, n in enumerate(aligned) if n == 1], True, shape, output,
                        len(aligned))
+
+    @staticmethod
+    def _checked(emit: Emitter, bound: Bound, delta: str, a: str, b: str) -> str:
+        """``delta`` after the run-time checks that it is the output shape of A and B (int64 shape vectors)."""
+        guard = Guard(emit, bound)
+        unbroadcast_conditions(guard, bound, a, b, emit.shape(delta))
+        return checked_delta(emit, guard, delta)
 
     def _aligned(self, emit: Emitter, guard: Guard, bound: Bound, a_in: str, b_in: str
                  ) -> tuple[tuple[int, ...] | str, tuple[int, ...] | str]:
@@ -183,9 +186,15 @@ class UnbroadcastRule:
             return (), pdpd_aligned(guard, b_in, start_in, guard.rank(bound.inputs[0]))
         rank = bound.rank(0) if bound.rank(0) is not None else (max(la, lb) if la is not None and lb is not None
                                                                    else None)
-        rank_in = guard.rank(bound.inputs[0])
-        return tuple((1,) * (rank - len(v)) + v if v is not None and rank is not None and rank >= len(v)
-                     else right_aligned(guard, shape, rank_in) for v, shape in ((a, a_in), (b, b_in)))
+        aligned: list[tuple[int, ...] | str] = []
+        rank_in = None  # Shape(Shape(delta)), made only where an operand is aligned at run time
+        for v, shape in ((a, a_in), (b, b_in)):
+            if v is not None and rank is not None and rank >= len(v):
+                aligned.append((1,) * (rank - len(v)) + v)
+            else:
+                rank_in = rank_in or guard.rank(bound.inputs[0])
+                aligned.append(right_aligned(guard, shape, rank_in))
+        return aligned[0], aligned[1]
 
 
 def rules(guards: bool) -> list[BroadcastBackpropRule | BroadcastV0BackpropRule | UnbroadcastRule]:

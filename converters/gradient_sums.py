@@ -29,18 +29,16 @@ def sum_to(emit: Emitter, bound: Bound, delta: str, axes: Sequence[int] | str, k
     wrapping, by ``MatMul`` where the axes and ``rank`` (delta's) are known and the opset has ``Reshape`` with
     allowzero (else ``ReduceSum`` in int64, exact while every partial sum stays below 2**53)."""
     elem = bound.types[0]
-    if isinstance(axes, str) or axes:
-        pass
-    elif shape is None:
-        emit.identity(delta, output)
-        return
-    else:
-        emit.reshape(delta, shape, output)  # nothing is summed: the sum type does not matter
+    if not isinstance(axes, str) and not axes:  # nothing is summed: the sum type does not matter
+        if shape is None:
+            emit.identity(delta, output)
+        else:
+            emit.reshape(delta, shape, output)
         return
     if elem in _MATMUL_SUM and not isinstance(axes, str) and rank is not None and emit.allowzero:
         _matmul_sum(emit, delta, sorted(int(a) for a in axes), keepdims, shape, output, rank, elem)
         return
-    wide = _FLOAT_SUM.get(elem) if elem is not None else None
+    wide = _FLOAT_SUM.get(elem)
     if elem in _MATMUL_SUM and elem != TensorProto.INT64:
         wide = TensorProto.INT64
     x = emit.cast(delta, wide) if wide else delta

@@ -14,20 +14,19 @@ from onnx_bcast.converters.guards import Guard
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.ops.common import MAX_RANK
 
-_ONE = helper.make_tensor("one", TensorProto.INT64, [1], [1])
 _ZERO = helper.make_tensor("zero", TensorProto.INT64, [1], [0])
 
 
-def _filled(emit: Emitter, like: str, value: helper.TensorProto) -> str:
-    """A 1-D int64 tensor of ``like``'s length, every element ``value``."""
-    return emit.standard("ConstantOfShape", [emit.shape(like)], None, value=value)
+def _zeros(emit: Emitter, like: str) -> str:
+    """A 1-D int64 tensor of ``like``'s length, all 0."""
+    return emit.standard("ConstantOfShape", [emit.shape(like)], None, value=_ZERO)
 
 
 def runtime_v0(emit: Emitter, bound: Bound, x: str, shape: str, axes: str, guards: bool, rule: str) -> None:
     """``bound.output = BroadcastV0(x, shape, axes)`` with ``shape`` and ``axes`` int64 1-D tensors."""
     emit.require(14, "a run-time shape or broadcast_axes (Reshape with allowzero)")
-    kept_mask = emit.scatter(_filled(emit, shape, _ONE), axes, _filled(emit, axes, _ZERO))  # 1: an axis of x
-    aligned = emit.scatter(shape, axes, _filled(emit, axes, _ONE))
+    kept_mask = emit.scatter(emit.ones_like_shape(emit.shape(shape)), axes, _zeros(emit, axes))  # 1: an axis of x
+    aligned = emit.scatter(shape, axes, emit.ones_like_shape(emit.shape(axes)))
     target = shape
     if guards:
         guard = Guard(emit, bound)
@@ -52,7 +51,7 @@ def deduced_or_given(emit: Emitter, arg: str, like_shape: str, given: str) -> st
     deduces left-aligned (axis ``i`` is new when ``i >= rank(arg)``, or ``arg[i] == 1 < like[i]``)."""
     arg_shape = emit.shape(arg)
     rank = emit.shape(like_shape)
-    ones = _filled(emit, like_shape, _ONE)
+    ones = emit.ones_like_shape(emit.shape(like_shape))
     padded = emit.standard("Slice", [emit.standard("Concat", [arg_shape, ones], axis=0), emit.const_i64([0], "zero"),
                                      rank])  # arg's dims left-aligned, 1s after them, to like's rank
     index = emit.reshape(emit.standard("NonZero", [ones]), emit.const_i64([-1], "flat"),
