@@ -39,6 +39,7 @@ class Declared:
 
     def __post_init__(self) -> None:
         self.attribute_key: tuple | None = None  # set by ``declare``
+        self.signature: tuple | None = None  # equal signatures, equal static facts (``known_outputs.Decision``)
         self.op: str = self.spec.name  # the node's op_type (specs are found by it)
         # the broadcast rule: ``mode`` of the broadcasts, ``auto_broadcast`` of the elementwise ops, else ""
         self.mode: str = str(self.attrs.get(self.spec.mode_attr, ""))
@@ -205,6 +206,11 @@ def bind(declared: Declared, facts: StaticFacts, in_function: bool = False) -> B
     """Attach the static facts and validate them; inside a function only constants are known (values are typed
     per call site)."""
     names = declared.inputs
+    signature = None if in_function else declared.signature
+    if signature is not None:
+        shared = facts.bound_by_signature.get(signature)
+        if shared is not None:  # a node with equal attributes, constants and input types was bound: its facts
+            return Bound(declared.node, declared.spec, declared.label, declared.attrs, names, *shared, in_function)
     reads = declared.spec.value_inputs  # only shape-like inputs' values matter: data values are never read
     if in_function:
         values = [facts.values.get(n) if n and r else None for n, r in zip(names, reads, strict=True)]
@@ -215,6 +221,8 @@ def bind(declared: Declared, facts: StaticFacts, in_function: bool = False) -> B
     _check_shape_inputs(declared, types, shapes)
     inferred = None if in_function else facts.shapes.get(declared.output)
     out_shape = _static_output(declared, shapes, values, inferred)
+    if signature is not None:
+        facts.bound_by_signature[signature] = (shapes, types, values, out_shape)
     return Bound(declared.node, declared.spec, declared.label, declared.attrs, names, shapes, types, values,
                  out_shape, in_function)
 

@@ -27,16 +27,20 @@ def static_facts(model: ModelProto, ours: list[tuple[int, Declared]], inputs: li
     """``StaticFacts(model, raise_broadcast_errors=True)`` of a model without subgraphs or values defined twice
     (``ours``: its main graph's nodes of ours; ``inputs``: each node's inputs; ``produced``: every value defined)."""
     decision = _decided(model, ours, inputs, produced, assume=True)
+    facts = None
     if decision.assumed:
         try:
             facts = _run(model, decision)
         except BroadcastError:
             facts = None
-        if facts is not None and all(_type_bytes(facts, name) == expected
-                                     for name, expected in decision.assumed.items()):
-            return facts
-        decision = _decided(model, ours, inputs, produced, assume=False)
-    return _run(model, decision)
+        if facts is None or any(_type_bytes(facts, name) != expected for name, expected in decision.assumed.items()):
+            decision = _decided(model, ours, inputs, produced, assume=False)
+            facts = None
+    if facts is None:
+        facts = _run(model, decision)
+    for declared, key in decision.signed:  # the facts now hold what the decision assumed: ``bind`` may share them
+        declared.signature = key
+    return facts
 
 
 def _decided(model: ModelProto, ours: list[tuple[int, Declared]], inputs: list[tuple[str, ...]],

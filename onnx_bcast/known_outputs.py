@@ -74,6 +74,9 @@ class Decision:
 
     hidden: list[tuple[NodeProto, TypeProto]] = field(default_factory=list)
     assumed: dict[str, bytes] = field(default_factory=dict)  # value -> its type's bytes
+    # hidden nodes whose static facts (every input's shape, type and read value, the output's shape) are a function
+    # of their key (attributes, each read input's constant data, the other inputs' types): equal keys, equal facts
+    signed: list[tuple[Declared, tuple]] = field(default_factory=list)
 
 
 class _Known:
@@ -100,6 +103,7 @@ class _Known:
         self.defined = produced
         self.assume = True
         self.taken = declared | inputs | set(initializers) | sparse  # an output named so would be merged
+        self.shadowed = inputs.intersection(initializers)  # its facts: the initializer's dims, the input's type
         self.memo: dict[tuple, TypeProto | None] = {}
         self.last: dict[tuple, list[TypeProto | None]] = {}  # (attributes, constants) -> the last input types
         self._bytes: dict[int, tuple[TypeProto, bytes]] = {}
@@ -148,11 +152,14 @@ def _output_type(declared: Declared, known: _Known, decision: Decision) -> TypeP
     reads_data = _READS_DATA[spec.name]  # only these inputs' data is read, and only the others' types
     data: list[TensorProto | None] = []
     keys: list = [declared.attribute_key]
+    signed = not known.shadowed or known.shadowed.isdisjoint(inputs)  # see ``Decision.signed``
     for name, reads in zip(inputs, reads_data, strict=True):
         tensor = known.data.get(name) if reads and name else None
         if tensor is None:
-            if reads and name and name in known.defined:
-                return None  # maybe a Constant node's output, whose value onnx passes on: leave it to onnx
+            if reads and name:
+                if name in known.defined:
+                    return None  # maybe a Constant node's output, whose value onnx passes on: leave it to onnx
+                signed = False  # a graph input: the key has neither its type nor its shape
             keys.append(name == "")
         else:
             keys.append(known.data_key(name, tensor))
@@ -182,6 +189,8 @@ def _output_type(declared: Declared, known: _Known, decision: Decision) -> TypeP
         known.memo[memo_key] = _infer(spec, declared.node, inputs, types, data)
     if known.memo[memo_key] is not None:
         decision.assumed.update(assumed)
+        if signed:
+            decision.signed.append((declared, memo_key))
     return known.memo[memo_key]
 
 

@@ -76,6 +76,7 @@ class StaticFacts:
         self._graph_inputs: set[str] = set()
         self._constants: dict[str, NodeProto] = {}
         self._dims: dict[bytes, Dims | None] = {}
+        self.bound_by_signature: dict[tuple, tuple] = {}  # ``binding.bind``'s facts of a signed node, shared
         self.shapes: _Lazy[Dims] = _Lazy(self._shape)
         self.types: _Lazy[int] = _Lazy(self._type)
         self.values: _Lazy[np.ndarray] = _Lazy(self._value)

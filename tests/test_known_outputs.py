@@ -222,3 +222,55 @@ def test_walked_node_lists_equal_node_lists(model: onnx.ModelProto) -> None:
 
     walked = [(e.container.SerializeToString(), e.in_function) for e in walked_node_lists(model)]
     assert walked == [(e.container.SerializeToString(), e.in_function) for e in node_lists(model)]
+
+
+def _pairs(targets: list[tuple[str, int, list[int] | None]], data: list[tuple[str, list]]) -> onnx.ModelProto:
+    """One Broadcast numpy per (target name, type, values or None for a graph input of that length) and data input
+    (name, shape), each followed by Identity: nodes that agree on attributes and differ in one fact only."""
+    nodes, inits, inputs, outputs = [], [], [], []
+    for i, ((target, elem, values), (x, shape)) in enumerate(zip(targets, data, strict=True)):
+        nodes += [helper.make_node("Broadcast", [x, target], [f"b{i}"], domain="onnx_bcast", mode="numpy"),
+                  helper.make_node("Identity", [f"b{i}"], [f"y{i}"])]
+        outputs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, None))
+        if values is None:
+            inputs.append(helper.make_tensor_value_info(target, elem, [i + 2]))
+        elif target not in {t.name for t in inits}:
+            inits.append(numpy_helper.from_array(np.asarray(values, dtype=helper.tensor_dtype_to_np_dtype(elem)),
+                                                 target))
+        if x not in {v.name for v in inputs}:
+            inputs.append(helper.make_tensor_value_info(x, TensorProto.FLOAT, shape))
+    graph = helper.make_graph(nodes, "pairs", inputs, outputs, initializer=inits)
+    return helper.make_model(graph, opset_imports=OPSETS, ir_version=10)
+
+
+I64, I32 = TensorProto.INT64, TensorProto.INT32
+
+
+@pytest.mark.parametrize("model", [
+    _pairs([("t0", I64, [2, 3]), ("t1", I64, [2, 3]), ("t2", I64, [4, 3])], [("x", [3])] * 3),
+    _pairs([("t0", I64, [2, 3]), ("t1", I32, [2, 3])], [("x", [3])] * 2),
+    _pairs([("t0", I64, [2, 3]), ("t1", I64, [2, 3])], [("x", [3]), ("z", [1])]),
+    _pairs([("t0", I64, [2, 3]), ("t1", I64, [2, 3])], [("x", [3]), ("z", ["n"])]),
+    _pairs([("t0", I64, None), ("t1", I64, None)], [("x", [1])] * 2),
+    _pairs([("t0", I64, None), ("t1", I32, None)], [("x", [1])] * 2),
+], ids=["equal and other values", "other target type", "other data shape", "symbolic data", "run-time targets",
+        "run-time targets of two types"])
+def test_nodes_with_equal_signatures_share_facts_and_nothing_else(model: onnx.ModelProto,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bind`` shares the facts of hidden nodes with equal signatures: the bytes are those of a conversion
+    without hiding (hence without sharing), node by node."""
+    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    assert isinstance(fast_bytes, bytes)
+    assert fast_bytes == plain_bytes
+
+
+def test_an_initializer_that_is_also_an_input_is_never_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its static facts are the initializer's dims while its type is the input's: no signature may stand for it."""
+    model = _pairs([("t0", I64, [2, 3]), ("t1", I64, [2, 3])], [("x", [3]), ("w", [3])])
+    model.graph.initializer.append(numpy_helper.from_array(np.ones([1], np.float32), "w"))  # dims [1], not [3]
+    lists = walked_node_lists(model)
+    survey = survey_nodes(lists, NameGenerator())
+    decision = known_outputs.decide(model, survey.declared[0], survey.inputs[0], survey.produced)
+    assert [d.output for d, _ in decision.signed] == ["b0"]
+    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    assert fast_bytes == plain_bytes
