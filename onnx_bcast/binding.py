@@ -1,4 +1,4 @@
-"""A node of ours bound to a validated view: attributes with defaults, padded inputs, static facts, output shape."""
+"""A declared node of ours bound to what is statically known: its inputs' shapes, types and values, its output shape."""
 
 from __future__ import annotations
 
@@ -6,151 +6,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import onnx
-from onnx import NodeProto, TensorProto
+from onnx import TensorProto
 
-from onnx_bcast import schemas
+from onnx_bcast.declaring import Declared
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.ops import SPEC_BY_NAME
-from onnx_bcast.ops.broadcast import canonical_mode
-from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec
-from onnx_bcast.ops.elementwise import canonical_rule
 from onnx_bcast.static_facts import Dims, StaticFacts
 
-DOMAIN = schemas.DOMAIN
 INTEGER_TYPES = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64,
                  TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64)
-
-
-def node_label(node: NodeProto, index: int) -> str:
-    """A node's name, or a stable stand-in for an unnamed node."""
-    return node.name or f"{node.op_type}#{index}"
-
-
-@dataclass
-class Declared:
-    """What a node says of itself, validated: its spec, label, attributes (defaults filled) and padded inputs."""
-
-    node: NodeProto
-    spec: OpSpec
-    label: str
-    attrs: dict[str, Any]
-    inputs: list[str]  # padded to the spec's arity, "" for an absent input
-
-    def __post_init__(self) -> None:
-        self.attribute_key: tuple | None = None  # set by ``declare``
-        self.signature: tuple | None = None  # equal signatures, equal static facts (``known_outputs.Decision``)
-        self.op: str = self.spec.name  # the node's op_type (specs are found by it)
-        # the broadcast rule: ``mode`` of the broadcasts, ``auto_broadcast`` of the elementwise ops, else ""
-        self.mode: str = str(self.attrs.get(self.spec.mode_attr, ""))
-        self.output: str = self.node.output[0]
-        self.outputs: list[str] = list(self.node.output)
-
-    def fail(self, detail: str) -> BroadcastError:
-        """A BroadcastError naming this node, its op and its mode."""
-        return BroadcastError(self.op, self.mode, detail, self.label, mode_attr=self.spec.mode_attr)
-
-
-def declare(node: NodeProto, index: int, inputs: tuple[str, ...] | None = None) -> Declared:
-    """Validate a node of ours on its own (op known, attributes, input and output count); no static facts.
-
-    ``inputs``: the node's inputs, where the caller has read them already."""
-    label = node_label(node, index)
-    spec = SPEC_BY_NAME.get(node.op_type)
-    if spec is None:
-        raise BroadcastError(node.op_type, "", f"is not an op of domain {DOMAIN!r} "
-                                               f"(known: {', '.join(sorted(SPEC_BY_NAME))})", label)
-    key = attribute_key(node)
-    declared = Declared(node, spec, label, read_attributes(node, spec, label, key),
-                        padded_inputs(node, spec, label, inputs))
-    declared.attribute_key = key
-    names = _input_names(spec)
-    if declared.mode == "explicit" and "axes_mapping" in names and not declared.inputs[names.index("axes_mapping")]:
-        raise declared.fail("axes_mapping is required in explicit mode")  # the ORT form would read absent as []
-    return declared
-
-
-_READ: dict[tuple, dict[str, Any]] = {}  # (op, each attribute's bytes) -> attributes read (valid ones only)
-_MAX_READ = 4096
-
-
-def attribute_key(node: NodeProto) -> tuple:
-    """The node's op type and each attribute's bytes: equal keys, equal attributes."""
-    return (node.op_type, *[a.SerializeToString() for a in node.attribute])
-
-
-def read_attributes(node: NodeProto, spec: OpSpec, label: str, key: tuple | None = None) -> dict[str, Any]:
-    """The node's attributes with defaults filled; wrong names, kinds, references and modes are BroadcastErrors.
-
-    Models repeat the same attributes node after node: a valid set is read once (a copy is returned).
-    ``key``: ``attribute_key(node)``, where the caller has it.
-    """
-    key = attribute_key(node) if key is None else key
-    attrs = _READ.get(key)
-    if attrs is None:
-        attrs = _read_attributes(node, spec, label)
-        if len(_READ) < _MAX_READ:
-            _READ[key] = attrs
-    return dict(attrs)
-
-
-def _read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any]:
-    known = {a.name: a for a in spec.attrs}
-    attrs = spec.defaults()
-    for attr in node.attribute:
-        decl = known.get(attr.name)
-        if decl is None:
-            raise BroadcastError(node.op_type, "", f"unknown attribute {attr.name!r}", label)
-        if attr.ref_attr_name:
-            raise BroadcastError(node.op_type, "", f"attribute {attr.name!r} refers to function attribute "
-                                                   f"{attr.ref_attr_name!r}; only literal attributes can be "
-                                                   "converted", label)
-        if attr.type != ATTR_PROTO_KIND[decl.kind]:
-            kind = onnx.AttributeProto.AttributeType.Name(attr.type)
-            raise BroadcastError(node.op_type, "", f"attribute {attr.name!r} must be {decl.kind}, got {kind}", label)
-        attrs[attr.name] = schemas.attribute_value(attr)
-    missing = [name for name, value in attrs.items() if value is None]
-    if missing:
-        raise BroadcastError(node.op_type, "", f"missing required attribute(s) {missing}", label)
-    try:
-        if "mode" in attrs:
-            attrs["mode"] = canonical_mode(attrs["mode"], node.op_type)
-        if "auto_broadcast" in attrs:
-            attrs["auto_broadcast"] = canonical_rule(attrs["auto_broadcast"], node.op_type)
-    except BroadcastError as err:
-        raise err.with_node(label) from None
-    return attrs
-
-
-_INPUT_NAMES = {spec.name: tuple(formal.name for formal in spec.inputs) for spec in SPEC_BY_NAME.values()}
-_REQUIRED = {spec.name: sum(1 for i in spec.inputs if not i.optional) for spec in SPEC_BY_NAME.values()}
-
-
-def _input_names(spec: OpSpec) -> tuple[str, ...]:
-    names = _INPUT_NAMES.get(spec.name)
-    return names if names is not None else tuple(formal.name for formal in spec.inputs)
-
-
-def _required_inputs(spec: OpSpec) -> int:
-    count = _REQUIRED.get(spec.name)
-    return count if count is not None else sum(1 for i in spec.inputs if not i.optional)
-
-
-def padded_inputs(node: NodeProto, spec: OpSpec, label: str, given: tuple[str, ...] | None = None) -> list[str]:
-    """The node's inputs padded to the spec's arity; a wrong count or a missing required input is an error."""
-    inputs = list(node.input if given is None else given)
-    while inputs and inputs[-1] == "":
-        inputs.pop()
-    required = _required_inputs(spec)
-    if not required <= len(inputs) <= len(spec.inputs) or "" in inputs[:required]:
-        names = ", ".join(i.name + ("?" if i.optional else "") for i in spec.inputs)
-        raise BroadcastError(node.op_type, "", f"takes inputs ({names}), got {len(node.input)}: {list(node.input)}",
-                             label)
-    count = len(spec.outputs)
-    if len(node.output) != count or "" in node.output:
-        what = "exactly one output" if count == 1 else f"exactly {count} outputs ({', '.join(spec.outputs)})"
-        raise BroadcastError(node.op_type, "", f"has {what}, got {list(node.output)}", label)
-    return inputs + [""] * (len(spec.inputs) - len(inputs))
 
 
 _INTS: dict[int, tuple[Any, tuple[int, ...]]] = {}  # id(constant) -> (the constant, its values as ints)

@@ -1,7 +1,8 @@
-"""onnx's shape inference with the nodes of ours that ``known_outputs`` decided on hidden from it.
+"""onnx's shape inference without the nodes of ours that ``known_outputs`` decided on (hidden from it).
 
-A hidden node is moved to a domain that has no schema, so onnx skips it, and its output type is given as
-value_info, which onnx starts from: every later node sees what our callback would have set. Where the decision
+onnx infers a model of the other nodes, with the initializers they read; a hidden output that they read is given
+as typed value_info, which onnx starts from, so every later node sees what our callback would have set. The
+facts take every hidden output's type, and the initializers, from the model itself. Where the decision
 assumed an input's type, the run is checked: every assumed type must be the one onnx inferred for that value,
 else (or when the run raises one of our errors, which an assumption may have caused) onnx infers again with the
 known types only. The facts are then those of a run with every callback.
@@ -9,15 +10,13 @@ known types only. The facts are then those of a run with every callback.
 
 from __future__ import annotations
 
-from onnx import ModelProto, NodeProto, TypeProto, helper
+from onnx import ModelProto, NodeProto, TypeProto
 
-from onnx_bcast import schemas
-from onnx_bcast.binding import Declared
+from onnx_bcast.declaring import Declared
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.known_outputs import Decision, decide
 from onnx_bcast.static_facts import StaticFacts
 
-HIDDEN_DOMAIN = "onnx_bcast.inferred_before_inference"  # no schema has it: onnx skips these nodes
 _VALUE_INFO_FIELD = 13 << 3 | 2  # GraphProto.value_info
 _GRAPH_FIELD = 7 << 3 | 2  # ModelProto.graph
 
@@ -30,14 +29,14 @@ def static_facts(model: ModelProto, ours: list[tuple[int, Declared]], inputs: li
     facts = None
     if decision.assumed:
         try:
-            facts = _run(model, decision)
+            facts = _run(model, decision, inputs)
         except BroadcastError:
             facts = None
         if facts is None or any(_type_bytes(facts, name) != expected for name, expected in decision.assumed.items()):
             decision = _decided(model, ours, inputs, produced, assume=False)
             facts = None
     if facts is None:
-        facts = _run(model, decision)
+        facts = _run(model, decision, inputs)
     for declared, key in decision.signed:  # the facts now hold what the decision assumed: ``bind`` may share them
         declared.signature = key
     return facts
@@ -56,24 +55,38 @@ def _type_bytes(facts: StaticFacts, name: str) -> bytes | None:
     return None if type_proto is None else type_proto.SerializeToString()
 
 
-def _run(model: ModelProto, decision: Decision) -> StaticFacts:
-    return StaticFacts(model, raise_broadcast_errors=True, subgraphs=False,
-                       serialized=serialized_for_inference(model, decision.hidden))
+def _run(model: ModelProto, decision: Decision, inputs: list[tuple[str, ...]]) -> StaticFacts:
+    if not decision.hidden:
+        return StaticFacts(model, raise_broadcast_errors=True, subgraphs=False)
+    serialized, known_types = without_hidden(model, decision.hidden, inputs)
+    return StaticFacts(model, raise_broadcast_errors=True, subgraphs=False, serialized=serialized,
+                       known_types=known_types)
 
 
-def serialized_for_inference(model: ModelProto, hidden: list[tuple[NodeProto, TypeProto]]) -> bytes:
-    """``model`` serialized with the ``hidden`` nodes (of its main graph) moved to the hidden domain and their
-    output types appended as value_info. The model itself is left as it was."""
-    if not hidden:
-        return model.SerializeToString()
-    for node, _ in hidden:
-        node.domain = HIDDEN_DOMAIN
-    try:
-        body = model.SerializeToString()
-    finally:
-        for node, _ in hidden:
-            node.domain = schemas.DOMAIN
-    return body + _appended(hidden)
+def without_hidden(model: ModelProto, hidden: list[tuple[int, NodeProto, TypeProto]], inputs: list[tuple[str, ...]]
+                   ) -> tuple[bytes, dict[str, TypeProto]]:
+    """``model`` serialized without the ``hidden`` nodes (index in its main graph, node, output type) and without
+    the initializers that only they read; the hidden outputs that the other nodes read are typed value_info.
+    Also: every hidden output's type. ``inputs``: each node's inputs. The model itself is left as it was."""
+    graph = model.graph
+    left_out = {index for index, _, _ in hidden}
+    kept, read = [], set()
+    for index, node in enumerate(graph.node):
+        if index not in left_out:
+            kept.append(node)
+            read.update(inputs[index])
+    known_types = {node.output[0]: type_proto for _, node, type_proto in hidden}
+    reduced = ModelProto(ir_version=model.ir_version, opset_import=model.opset_import, functions=model.functions)
+    body = reduced.graph
+    body.name = graph.name
+    body.input.extend(graph.input)
+    body.output.extend(graph.output)
+    body.value_info.extend(graph.value_info)
+    body.sparse_initializer.extend(graph.sparse_initializer)
+    body.initializer.extend(t for t in graph.initializer if t.name in read)
+    body.node.extend(kept)
+    typed = [(name, known_types[name]) for name in read.intersection(known_types)]
+    return reduced.SerializeToString() + _value_infos(typed), known_types
 
 
 def _varint(n: int) -> bytes:
@@ -91,18 +104,19 @@ def _field(tag: int, payload: bytes) -> bytes:
     return bytes((tag, size)) + payload if size < 0x80 else bytes((tag,)) + _varint(size) + payload
 
 
-def _appended(hidden: list[tuple[NodeProto, TypeProto]]) -> bytes:
-    """A serialized ModelProto with the hidden outputs' value_info and the hidden domain's import.
+def _value_infos(typed: list[tuple[str, TypeProto]]) -> bytes:
+    """A serialized ModelProto whose graph holds a value_info per (name, type): appended to a serialized model,
+    protobuf merges it in (a repeated field's entries are added to the model's).
 
-    Appended to a serialized model, protobuf merges it in: a repeated field's entries are added to the model's.
-    Written byte by byte (ValueInfoProto: name = 1, type = 2): building 20,000 messages in Python costs more.
+    Written byte by byte (ValueInfoProto: name = 1, type = 2): building thousands of messages in Python costs more.
     """
+    if not typed:
+        return b""
     suffixes: dict[int, bytes] = {}
     entries = []
-    for node, type_proto in hidden:
+    for name, type_proto in typed:
         suffix = suffixes.get(id(type_proto))
         if suffix is None:
             suffix = suffixes[id(type_proto)] = _field(2 << 3 | 2, type_proto.SerializeToString())
-        entries.append(_field(_VALUE_INFO_FIELD, _field(1 << 3 | 2, node.output[0].encode()) + suffix))
-    opset = ModelProto(opset_import=[helper.make_opsetid(HIDDEN_DOMAIN, 1)]).SerializeToString()
-    return _field(_GRAPH_FIELD, b"".join(entries)) + opset
+        entries.append(_field(_VALUE_INFO_FIELD, _field(1 << 3 | 2, name.encode()) + suffix))
+    return _field(_GRAPH_FIELD, b"".join(entries))

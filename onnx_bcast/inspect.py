@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import onnx
 
 from onnx_bcast import schemas
-from onnx_bcast.binding import declare
+from onnx_bcast.declaring import declare
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.lowering import bind_model
 from onnx_bcast.model_walk import node_lists

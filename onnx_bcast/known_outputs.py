@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from onnx import AttributeProto, ModelProto, NodeProto, TensorProto, TypeProto, helper
 
 from onnx_bcast import schemas
-from onnx_bcast.binding import Declared
+from onnx_bcast.declaring import Declared
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.common import OpSpec
@@ -72,7 +72,7 @@ class _Context:
 class Decision:
     """The nodes to hide with their output types, and the types assumed for values that nodes define."""
 
-    hidden: list[tuple[NodeProto, TypeProto]] = field(default_factory=list)
+    hidden: list[tuple[int, NodeProto, TypeProto]] = field(default_factory=list)  # (index in the graph, node, type)
     assumed: dict[str, bytes] = field(default_factory=dict)  # value -> its type's bytes
     # hidden nodes whose static facts (every input's shape, type and read value, the output's shape) are a function
     # of their key (attributes, each read input's constant data, the other inputs' types): equal keys, equal facts
@@ -235,7 +235,7 @@ def decide(model: ModelProto, ours: list[tuple[int, Declared]], inputs: list[tup
             continue  # read before it is defined: onnx knows nothing of it there
         type_proto = _output_type(declared, known, decision)
         if type_proto is not None:
-            decision.hidden.append((declared.node, type_proto))
+            decision.hidden.append((index, declared.node, type_proto))
             known.types[output] = type_proto
             known.taken.add(output)
     return decision

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Protocol
 from onnx import FunctionProto, GraphProto, ModelProto, NodeProto, helper
 
 from onnx_bcast import hidden_inference, schemas
-from onnx_bcast.binding import Bound, Declared, bind
+from onnx_bcast.binding import Bound, bind
+from onnx_bcast.declaring import Declared
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import NameGenerator, node_lists, opset_version

@@ -11,7 +11,7 @@ import onnxruntime as ort
 from onnx import ModelProto
 
 from onnx_bcast import ort_ops, schemas
-from onnx_bcast.binding import declare, node_label
+from onnx_bcast.declaring import declare, node_label
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_io import load_model
 from onnx_bcast.model_walk import node_lists

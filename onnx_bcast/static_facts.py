@@ -8,7 +8,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 import onnx
-from onnx import GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, ValueInfoProto, numpy_helper
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, numpy_helper
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import node_lists
@@ -67,11 +67,14 @@ class StaticFacts:
     """Static facts gathered from shape inference: shapes, element types and constant values by name."""
 
     def __init__(self, model: ModelProto | None = None, raise_broadcast_errors: bool = False,
-                 subgraphs: bool = True, serialized: bytes | None = None) -> None:
+                 subgraphs: bool = True, serialized: bytes | None = None,
+                 known_types: dict[str, TypeProto] | None = None) -> None:
         """With ``raise_broadcast_errors``, a statically invalid node of ours found by inference is raised;
         ``subgraphs=False``: the caller knows that the model has none (no walk to find them); ``serialized``: the
-        bytes to infer instead of ``model`` (``known_outputs.serialized_for_inference``)."""
-        self._infos: dict[str, ValueInfoProto] = {}
+        bytes to infer instead of ``model``, a model without subgraphs whose nodes are some of ``model``'s, and
+        whose initializers are those they read; ``known_types``: the types of the values defined by the nodes it
+        leaves out (``hidden_inference``)."""
+        self._infos: dict[str, TypeProto] = {}
         self._initializers: dict[str, TensorProto] = {}
         self._graph_inputs: set[str] = set()
         self._constants: dict[str, NodeProto] = {}
@@ -88,16 +91,19 @@ class StaticFacts:
         except BroadcastError:
             if raise_broadcast_errors:
                 raise
-            inferred = model
+            inferred, known_types = model, None
         except Exception as err:  # only a source of facts; callers fall back to run-time forms
             logger.debug("shape inference failed: %s", err)
-            inferred = model
+            inferred, known_types = model, None
+        if known_types:
+            self._infos.update(known_types)
+            self._initializers.update({t.name: t for t in model.graph.initializer})
         containers = [e.container for e in node_lists(inferred)] if subgraphs else [inferred.graph,
                                                                                    *inferred.functions]
         for graph in containers:
             if isinstance(graph, GraphProto):
                 for group in (graph.input, graph.output, graph.value_info):
-                    self._infos.update({v.name: v for v in group})
+                    self._infos.update({v.name: v.type for v in group})
                 self._initializers.update({t.name: t for t in graph.initializer})
                 self._graph_inputs.update(v.name for v in graph.input)
             self._constants.update((n.output[0], n) for n in graph.node
@@ -131,8 +137,7 @@ class StaticFacts:
 
     def declared_type(self, name: str) -> TypeProto | None:
         """The type inference gave ``name`` (a graph input's or output's, or a value info's), as onnx wrote it."""
-        info = self._infos.get(name)
-        return None if info is None else info.type
+        return self._infos.get(name)
 
     @classmethod
     def empty(cls) -> StaticFacts:
@@ -150,9 +155,9 @@ class StaticFacts:
         info = self._infos.get(name)
         if info is None:
             return None
-        key = info.type.SerializeToString()  # value infos repeat a few types: read each once
+        key = info.SerializeToString()  # value infos repeat a few types: read each once
         if key not in self._dims:
-            tensor_type = info.type.tensor_type if info.type.HasField("tensor_type") else None
+            tensor_type = info.tensor_type if info.HasField("tensor_type") else None
             self._dims[key] = None if tensor_type is None or not tensor_type.HasField("shape") else tuple(
                 d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
         return self._dims[key]
@@ -167,8 +172,8 @@ class StaticFacts:
             if attr is not None:
                 return attr.t.data_type if attr.name == "value" else TensorProto.INT64
         info = self._infos.get(name)
-        if info is not None and info.type.HasField("tensor_type") and info.type.tensor_type.elem_type:
-            return info.type.tensor_type.elem_type
+        if info is not None and info.HasField("tensor_type") and info.tensor_type.elem_type:
+            return info.tensor_type.elem_type
         return None
 
     def _value(self, name: str) -> np.ndarray | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from onnx import ModelProto
 
-from onnx_bcast.binding import Declared, declare
+from onnx_bcast.declaring import Declared, declare
 from onnx_bcast.model_walk import NameGenerator, NodeList, node_lists
 from onnx_bcast.schemas import DOMAIN
 
