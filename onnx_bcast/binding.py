@@ -73,7 +73,7 @@ def bind(declared: Declared, facts: StaticFacts, in_function: bool = False) -> B
     if signature is not None:
         shared = facts.bound_by_signature.get(signature)
         if shared is not None:  # a node with equal attributes, constants and input types was bound: its facts
-            return Bound(declared.node, declared.spec, declared.label, declared.attrs, names, *shared, in_function)
+            return _bound(declared, *shared, in_function)
     reads = declared.spec.value_inputs  # only shape-like inputs' values matter: data values are never read
     if in_function:
         values = [facts.values.get(n) if n and r else None for n, r in zip(names, reads, strict=True)]
@@ -86,8 +86,16 @@ def bind(declared: Declared, facts: StaticFacts, in_function: bool = False) -> B
     out_shape = _static_output(declared, shapes, values, inferred)
     if signature is not None:
         facts.bound_by_signature[signature] = (shapes, types, values, out_shape)
-    return Bound(declared.node, declared.spec, declared.label, declared.attrs, names, shapes, types, values,
-                 out_shape, in_function)
+    return _bound(declared, shapes, types, values, out_shape, in_function)
+
+
+def _bound(declared: Declared, shapes: list[Dims | None], types: list[int | None], values: list[np.ndarray | None],
+           out_shape: tuple[int, ...] | None, in_function: bool) -> Bound:
+    """``Bound(...)`` of a declared node: what it says of itself is taken as it is, not derived again."""
+    bound = Bound.__new__(Bound)
+    bound.__dict__.update(declared.__dict__, shapes=shapes, types=types, values=values, out_shape=out_shape,
+                          in_function=in_function)
+    return bound
 
 
 def _check_shape_inputs(declared: Declared, types: list[int | None], shapes: list[Dims | None]) -> None:

@@ -47,7 +47,8 @@ class Declared:
         return BroadcastError(self.op, self.mode, detail, self.label, mode_attr=self.spec.mode_attr)
 
 
-_DECLARED: dict[tuple, tuple[OpSpec, dict[str, Any], int]] = {}  # a valid form -> spec, attributes, kept inputs
+_DECLARED: dict[tuple, tuple[OpSpec, dict[str, Any], int, str]] = {}  # a valid form -> spec, attributes, kept
+# inputs (absent trailing ones dropped), mode
 _MAX_DECLARED = 4096
 
 
@@ -68,14 +69,16 @@ def declare(node: NodeProto, index: int, inputs: tuple[str, ...] | None = None) 
         while kept and not given[kept - 1]:  # absent trailing inputs are not inputs
             kept -= 1
         if len(_DECLARED) < _MAX_DECLARED:
-            _DECLARED[form] = (declared.spec, dict(declared.attrs), kept)
+            _DECLARED[form] = (declared.spec, dict(declared.attrs), kept, declared.mode)
         return declared
-    spec, attrs, kept = known
+    spec, attrs, kept, mode = known
     padded = list(given[:kept])
     if kept < len(spec.inputs):
         padded += [""] * (len(spec.inputs) - kept)
-    declared = Declared(node, spec, node.name or f"{node.op_type}#{index}", dict(attrs), padded)
-    declared.attribute_key = key
+    declared = Declared.__new__(Declared)  # what ``__init__`` and ``__post_init__`` set, without their calls
+    declared.__dict__.update(node=node, spec=spec, label=node.name or f"{node.op_type}#{index}", attrs=dict(attrs),
+                             inputs=padded, attribute_key=key, signature=None, op=spec.name, mode=mode,
+                             output=outputs[0], outputs=list(outputs))
     return declared
 
 

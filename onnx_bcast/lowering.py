@@ -17,6 +17,7 @@ from onnx_bcast.emitter import Emitter
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import NameGenerator, node_lists, opset_version
 from onnx_bcast.ops import SPEC_BY_NAME
+from onnx_bcast.replay import Replays
 from onnx_bcast.static_facts import StaticFacts
 from onnx_bcast.survey import no_cycle_collection, survey_nodes, walked_node_lists
 from onnx_bcast.working_copy import working_copy
@@ -144,6 +145,8 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     freed: set[str] = set()
     read = set(survey.read)  # by the nodes that stay, and (below) by the new ones and where elision rewires
     done, total = 0, sum(len(found) for found in declared)
+    hows: dict[tuple[str, str], str] = {}  # (op, mode) -> the doc_string's mode and rule
+    replays = Replays()
     # children first: rewriting a graph copies its nodes, and with them the subgraphs they hold
     for entry, found, inputs in reversed(list(zip(lists, declared, survey.inputs, strict=True))):
         if not found:
@@ -157,13 +160,17 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
         for index, decl in found:
             bound, rule = _bound_with_rule(decl, facts, entry.in_function, rule_set)
             # each node's doc_string says where it came from (a viewer such as Netron shows it)
-            doc = f"onnx-bcast: from {bound.op} node '{bound.label}'" + (
-                f" ({bound.spec.mode_attr}={bound.mode})" if bound.mode else "") + f", rule {type(rule).__name__}"
+            how = hows.get(rule_key := (bound.op, bound.mode))
+            if how is None:
+                how = hows[rule_key] = (f" ({bound.spec.mode_attr}={bound.mode})" if bound.mode else "") + \
+                    f", rule {type(rule).__name__}"
+            doc = f"onnx-bcast: from {bound.op} node '{bound.label}'{how}"
             emit = Emitter(names, container_opset, bound.label, bound.op, bound.mode,
                            allow_initializers=not entry.in_function, final_name=bound.node.name,
                            mode_attr=bound.spec.mode_attr, doc=doc)
             emit.elision, emit.constants = elision, constants
-            rule.rewrite(emit, bound)
+            if not replays.rewrite(rule, bound, emit):
+                rule.rewrite(emit, bound)
             read |= emit.reads
             replacements[index] = emit.nodes
             done += 1
@@ -172,7 +179,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
             domains |= emit.domains
             if emit.initializers:
                 entry.container.initializer.extend(emit.initializers)
-            result.rewritten[(bound.op, bound.mode)] += 1
+            result.rewritten[rule_key] += 1
             freed.update(bound.inputs)
         _replace_nodes(entry.container, replacements)
         if elision is not None:
