@@ -52,13 +52,13 @@ _DECLARED: dict[tuple, tuple[OpSpec, dict[str, Any], int, str]] = {}  # a valid 
 _MAX_DECLARED = 4096
 
 
-def declare(node: NodeProto, index: int, inputs: tuple[str, ...] | None = None) -> Declared:
+def declare(node: NodeProto, index: int, inputs: list[str] | None = None) -> Declared:
     """Validate a node of ours on its own (op known, attributes, input and output count); no static facts.
 
     ``inputs``: the node's inputs, where the caller has read them already. Models repeat a node's form (op,
     attributes, which inputs are absent, how many outputs): a valid form is validated once.
     """
-    given = tuple(node.input) if inputs is None else inputs
+    given = node.input[:] if inputs is None else inputs
     key = attribute_key(node)
     outputs = node.output
     form = (key, len(given) if "" not in given else tuple(name == "" for name in given), len(outputs), "" in outputs)
@@ -72,7 +72,7 @@ def declare(node: NodeProto, index: int, inputs: tuple[str, ...] | None = None) 
             _DECLARED[form] = (declared.spec, dict(declared.attrs), kept, declared.mode)
         return declared
     spec, attrs, kept, mode = known
-    padded = list(given[:kept])
+    padded = given[:kept]
     if kept < len(spec.inputs):
         padded += [""] * (len(spec.inputs) - kept)
     declared = Declared.__new__(Declared)  # what ``__init__`` and ``__post_init__`` set, without their calls
@@ -82,7 +82,7 @@ def declare(node: NodeProto, index: int, inputs: tuple[str, ...] | None = None) 
     return declared
 
 
-def _declared(node: NodeProto, index: int, inputs: tuple[str, ...], key: tuple) -> Declared:
+def _declared(node: NodeProto, index: int, inputs: list[str], key: tuple) -> Declared:
     label = node_label(node, index)
     spec = SPEC_BY_NAME.get(node.op_type)
     if spec is None:
@@ -163,7 +163,7 @@ def _required_inputs(spec: OpSpec) -> int:
     return count if count is not None else sum(1 for i in spec.inputs if not i.optional)
 
 
-def padded_inputs(node: NodeProto, spec: OpSpec, label: str, given: tuple[str, ...] | None = None) -> list[str]:
+def padded_inputs(node: NodeProto, spec: OpSpec, label: str, given: list[str] | None = None) -> list[str]:
     """The node's inputs padded to the spec's arity; a wrong count or a missing required input is an error."""
     inputs = list(node.input if given is None else given)
     while inputs and inputs[-1] == "":

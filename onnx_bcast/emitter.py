@@ -83,7 +83,7 @@ class Emitter:
 
     def const_i64(self, values: Sequence[int], hint: str = "const") -> str:
         """An int64 1-D constant: an initializer in graphs, a Constant node in functions."""
-        key = tuple(int(v) for v in values)
+        key = values if type(values) is tuple else tuple(int(v) for v in values)  # (a replay's key is made so)
         if self.allow_initializers and self.constants is not None and key in self.constants:
             return self.constants[key]
         name = self.names(f"{self.node_name}_{hint}")

@@ -10,7 +10,7 @@ known types only. The facts are then those of a run with every callback.
 
 from __future__ import annotations
 
-from onnx import ModelProto, NodeProto, TypeProto
+from onnx import ModelProto, TypeProto
 
 from onnx_bcast.declaring import Declared
 from onnx_bcast.errors import BroadcastError
@@ -21,28 +21,32 @@ _VALUE_INFO_FIELD = 13 << 3 | 2  # GraphProto.value_info
 _GRAPH_FIELD = 7 << 3 | 2  # ModelProto.graph
 
 
-def static_facts(model: ModelProto, ours: list[tuple[int, Declared]], inputs: list[tuple[str, ...]],
-                 produced: set[str]) -> StaticFacts:
+def static_facts(model: ModelProto, ours: list[tuple[int, Declared]], inputs: list[list[str]],
+                 produced: set[str], read: set[str] | None = None) -> StaticFacts:
     """``StaticFacts(model, raise_broadcast_errors=True)`` of a model without subgraphs or values defined twice
-    (``ours``: its main graph's nodes of ours; ``inputs``: each node's inputs; ``produced``: every value defined)."""
+    (``ours``: its main graph's nodes of ours; ``inputs``: each node's inputs; ``produced``: every value defined;
+    ``read``: every value the other nodes read, where the caller knows them)."""
+    if read is None:
+        mine = {index for index, _ in ours}
+        read = {name for index, names in enumerate(inputs) if index not in mine for name in names}
     decision = _decided(model, ours, inputs, produced, assume=True)
     facts = None
     if decision.assumed:
         try:
-            facts = _run(model, decision, inputs)
+            facts = _run(model, decision, ours, inputs, read)
         except BroadcastError:
             facts = None
         if facts is None or any(_type_bytes(facts, name) != expected for name, expected in decision.assumed.items()):
             decision = _decided(model, ours, inputs, produced, assume=False)
             facts = None
     if facts is None:
-        facts = _run(model, decision, inputs)
+        facts = _run(model, decision, ours, inputs, read)
     for declared, key in decision.signed:  # the facts now hold what the decision assumed: ``bind`` may share them
         declared.signature = key
     return facts
 
 
-def _decided(model: ModelProto, ours: list[tuple[int, Declared]], inputs: list[tuple[str, ...]],
+def _decided(model: ModelProto, ours: list[tuple[int, Declared]], inputs: list[list[str]],
              produced: set[str], assume: bool) -> Decision:
     try:
         return decide(model, ours, inputs, produced, assume)
@@ -55,27 +59,26 @@ def _type_bytes(facts: StaticFacts, name: str) -> bytes | None:
     return None if type_proto is None else type_proto.SerializeToString()
 
 
-def _run(model: ModelProto, decision: Decision, inputs: list[tuple[str, ...]]) -> StaticFacts:
+def _run(model: ModelProto, decision: Decision, ours: list[tuple[int, Declared]], inputs: list[list[str]],
+         read: set[str]) -> StaticFacts:
     if not decision.hidden:
         return StaticFacts(model, raise_broadcast_errors=True, subgraphs=False)
-    serialized, known_types = without_hidden(model, decision.hidden, inputs)
+    serialized, known_types = without_hidden(model, decision.hidden, ours, inputs, read)
     return StaticFacts(model, raise_broadcast_errors=True, subgraphs=False, serialized=serialized,
                        known_types=known_types)
 
 
-def without_hidden(model: ModelProto, hidden: list[tuple[int, NodeProto, TypeProto]], inputs: list[tuple[str, ...]]
-                   ) -> tuple[bytes, dict[str, TypeProto]]:
-    """``model`` serialized without the ``hidden`` nodes (index in its main graph, node, output type) and without
+def without_hidden(model: ModelProto, hidden: list[tuple[int, str, TypeProto]], ours: list[tuple[int, Declared]],
+                   inputs: list[list[str]], read: set[str]) -> tuple[bytes, dict[str, TypeProto]]:
+    """``model`` serialized without the ``hidden`` nodes (index in its main graph, output, output type) and without
     the initializers that only they read; the hidden outputs that the other nodes read are typed value_info.
-    Also: every hidden output's type. ``inputs``: each node's inputs. The model itself is left as it was."""
+    Also: every hidden output's type. ``ours``: the main graph's nodes of ours (the hidden ones among them);
+    ``inputs``: each node's inputs; ``read``: what the nodes not of ours read. The model is left as it was."""
     graph = model.graph
     left_out = {index for index, _, _ in hidden}
-    kept, read = [], set()
-    for index, node in enumerate(graph.node):
-        if index not in left_out:
-            kept.append(node)
-            read.update(inputs[index])
-    known_types = {node.output[0]: type_proto for _, node, type_proto in hidden}
+    kept = [node for index, node in enumerate(graph.node) if index not in left_out]
+    also_read = {name for index, _ in ours if index not in left_out for name in inputs[index]}
+    known_types = {output: type_proto for _, output, type_proto in hidden}
     reduced = ModelProto(ir_version=model.ir_version, opset_import=model.opset_import, functions=model.functions)
     body = reduced.graph
     body.name = graph.name
@@ -83,9 +86,9 @@ def without_hidden(model: ModelProto, hidden: list[tuple[int, NodeProto, TypePro
     body.output.extend(graph.output)
     body.value_info.extend(graph.value_info)
     body.sparse_initializer.extend(graph.sparse_initializer)
-    body.initializer.extend(t for t in graph.initializer if t.name in read)
+    body.initializer.extend(t for t in graph.initializer if t.name in read or t.name in also_read)
     body.node.extend(kept)
-    typed = [(name, known_types[name]) for name in read.intersection(known_types)]
+    typed = [(name, type_proto) for name, type_proto in known_types.items() if name in read or name in also_read]
     return reduced.SerializeToString() + _value_infos(typed), known_types
 
 

@@ -72,7 +72,7 @@ class _Context:
 class Decision:
     """The nodes to hide with their output types, and the types assumed for values that nodes define."""
 
-    hidden: list[tuple[int, NodeProto, TypeProto]] = field(default_factory=list)  # (index in the graph, node, type)
+    hidden: list[tuple[int, str, TypeProto]] = field(default_factory=list)  # (index in the graph, output, type)
     assumed: dict[str, bytes] = field(default_factory=dict)  # value -> its type's bytes
     # hidden nodes whose static facts (every input's shape, type and read value, the output's shape) are a function
     # of their key (attributes, each read input's constant data, the other inputs' types): equal keys, equal facts
@@ -214,7 +214,7 @@ def _materialised(type_proto: TypeProto) -> bool:
     return all(d.HasField("dim_value") or d.dim_param for d in type_proto.tensor_type.shape.dim)
 
 
-def decide(model: ModelProto, ours: list[tuple[int, Declared]], inputs: list[tuple[str, ...]], produced: set[str],
+def decide(model: ModelProto, ours: list[tuple[int, Declared]], inputs: list[list[str]], produced: set[str],
            assume: bool = True) -> Decision:
     """The main graph's nodes of ours to hide (``ours``: (index, declared node); ``inputs``: each node's inputs;
     ``produced``: every value a node defines); ``assume=False``: known input types only."""
@@ -235,7 +235,7 @@ def decide(model: ModelProto, ours: list[tuple[int, Declared]], inputs: list[tup
             continue  # read before it is defined: onnx knows nothing of it there
         type_proto = _output_type(declared, known, decision)
         if type_proto is not None:
-            decision.hidden.append((index, declared.node, type_proto))
+            decision.hidden.append((index, output, type_proto))
             known.types[output] = type_proto
             known.taken.add(output)
     return decision

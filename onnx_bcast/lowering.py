@@ -137,7 +137,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     nested = len(lists) != 1 + len(copy.functions)  # subgraphs somewhere
     facts = StaticFacts.empty()
     if any(declared) and not nested and not survey.redefined:  # our nodes may skip onnx's callbacks
-        facts = hidden_inference.static_facts(copy, declared[0], survey.inputs[0], survey.produced)
+        facts = hidden_inference.static_facts(copy, declared[0], survey.inputs[0], survey.produced, survey.read)
     elif any(declared):
         facts = StaticFacts(copy, raise_broadcast_errors=True, subgraphs=nested)
     model_opset = opset_version(list(copy.opset_import), "")

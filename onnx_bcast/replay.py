@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from onnx import AttributeProto, NodeProto
+from onnx import NodeProto
 
 from onnx_bcast.binding import Bound
 from onnx_bcast.emitter import Emitter
@@ -65,9 +65,9 @@ class _Template:
     requests: list[tuple[str, Text | tuple[int, ...], str]] = field(default_factory=list)  # name: hint; const
     questions: list[tuple[Text, tuple[int, ...], bool]] = field(default_factory=list)  # can_drop(out, shape)
     effects: list[tuple[str, Text, Text]] = field(default_factory=list)  # ("drop", out, _) or ("rewire", out, src)
-    # op type, domain, inputs, outputs, name (None: not set), attributes
-    nodes: list[tuple[str, str, list[Text], list[Text], Text | None, list[AttributeProto]]] = field(
-        default_factory=list)
+    # the fields that are the same each time (op type, domain, attributes), inputs, outputs, name (None: not set)
+    nodes: list[tuple[dict, list[Text], list[Text], Text | None]] = field(default_factory=list)
+    domains: set[str] = field(default_factory=set)  # of the nodes written, the default one left out
 
 
 class _Names:
@@ -173,9 +173,14 @@ def _record(rule: Rule, bound: Bound, emit: Emitter, names: list[str]) -> _Templ
             return None  # a name inside an attribute: not replayed
         if node.HasField("doc_string") != bool(emit.doc) or node.HasField("domain") != bool(node.domain):
             return None  # every node the emitter writes has its doc_string, and a domain only when not the default
-        template.nodes.append((node.op_type, node.domain, [_text(n) for n in node.input],
-                               [_text(n) for n in node.output], _text(node.name) if node.HasField("name") else None,
-                               attributes))
+        fixed: dict = {"op_type": node.op_type}
+        if node.domain:
+            fixed["domain"] = node.domain
+            template.domains.add(node.domain)
+        if attributes:
+            fixed["attribute"] = attributes
+        template.nodes.append((fixed, [_text(n) for n in node.input], [_text(n) for n in node.output],
+                               _text(node.name) if node.HasField("name") else None))
     return template
 
 
@@ -190,21 +195,18 @@ def _replay(template: _Template, bound: Bound, emit: Emitter, names: list[str]) 
             values.append(emit.names(_fill(what, values)))
         else:
             values.append(emit.const_i64(what, hint))
-    doc, reads = emit.doc, emit.reads
-    for op_type, domain, inputs, outputs, name, attributes in template.nodes:
-        fields: dict = {"op_type": op_type, "input": [_fill(t, values) for t in inputs],
-                        "output": [_fill(t, values) for t in outputs]}
+    doc, reads, add_node = emit.doc, emit.reads, emit.nodes.append
+    for fixed, inputs, outputs, name in template.nodes:
+        fields = dict(fixed)
+        fields["input"] = ins = [values[t] if type(t) is int else _fill(t, values) for t in inputs]
+        fields["output"] = [values[t] if type(t) is int else _fill(t, values) for t in outputs]
         if name is not None:  # set, even where empty (elision names a kept node after an unnamed one)
             fields["name"] = _fill(name, values)
         if doc:
             fields["doc_string"] = doc
-        if domain:
-            fields["domain"] = domain
-            emit.domains.add(domain)
-        if attributes:
-            fields["attribute"] = attributes
-        emit.nodes.append(NodeProto(**fields))
-        reads.update(fields["input"])
+        add_node(NodeProto(**fields))
+        reads.update(ins)
+    emit.domains.update(template.domains)
     for kind, output, source in template.effects:
         if kind == "drop":
             elision.dropped.add(_fill(output, values))
