@@ -30,6 +30,7 @@ from onnx_bcast.ops.common import OpSpec
 _INFER = {spec.name: schemas.inference_function(spec) for spec in SPEC_BY_NAME.values()}
 _READS_DATA = {spec.name: spec.value_inputs for spec in SPEC_BY_NAME.values()}
 _INT_TYPES = (TensorProto.INT64, TensorProto.INT32)
+_UNINFERRED = TypeProto()  # a memo entry not made yet (None is "stays visible")
 
 
 class _Context:
@@ -107,7 +108,7 @@ class _Known:
         self.memo: dict[tuple, TypeProto | None] = {}
         self.last: dict[tuple, list[TypeProto | None]] = {}  # (attributes, constants) -> the last input types
         self._bytes: dict[int, tuple[TypeProto, bytes]] = {}
-        self._data_keys: dict[str, tuple | bytes] = {}
+        self.data_keys: dict[str, tuple | bytes] = {}  # an initializer's ``_data_key``, once
 
     def type_of(self, name: str) -> TypeProto | None:
         """The type onnx starts with for ``name``: a graph input's, an initializer's, a hidden output's."""
@@ -119,13 +120,6 @@ class _Known:
                 self._initializer_types[key] = helper.make_tensor_type_proto(*key)
             type_proto = self.types[name] = self._initializer_types[key]
         return type_proto
-
-    def data_key(self, name: str, tensor: TensorProto) -> tuple | bytes:
-        """``_data_key(tensor)`` of the initializer ``name``, once."""
-        key = self._data_keys.get(name)
-        if key is None:
-            key = self._data_keys[name] = _data_key(tensor)
-        return key
 
     def type_key(self, type_proto: TypeProto) -> bytes:
         """The type's bytes (kept per object: the objects here live as long as this)."""
@@ -146,24 +140,31 @@ def _data_key(tensor: TensorProto) -> tuple | bytes:
 def _output_type(declared: Declared, known: _Known, decision: Decision) -> TypeProto | None:
     """What our callback would set as the node's output type (input types known or assumed), or None where the
     node must stay visible."""
-    spec, inputs = declared.spec, declared.inputs  # padded with "": our functions drop absent trailing inputs
-    if declared.output in known.taken or declared.attribute_key is None:
+    output, inputs = declared.output, declared.inputs  # padded with "": our functions drop absent trailing inputs
+    if output in known.taken or declared.attribute_key is None:
         return None
-    reads_data = _READS_DATA[spec.name]  # only these inputs' data is read, and only the others' types
+    reads_data = _READS_DATA[declared.op]  # only these inputs' data is read, and only the others' types
     data: list[TensorProto | None] = []
     keys: list = [declared.attribute_key]
     signed = not known.shadowed or known.shadowed.isdisjoint(inputs)  # see ``Decision.signed``
+    data_of, data_keys = known.data.get, known.data_keys
     for name, reads in zip(inputs, reads_data, strict=True):
-        tensor = known.data.get(name) if reads and name else None
-        if tensor is None:
-            if reads and name:
+        if reads and name:
+            tensor = data_of(name)
+            if tensor is None:
                 if name in known.defined:
                     return None  # maybe a Constant node's output, whose value onnx passes on: leave it to onnx
                 signed = False  # a graph input: the key has neither its type nor its shape
-            keys.append(name == "")
+                keys.append(False)
+            else:
+                key = data_keys.get(name)
+                if key is None:
+                    key = data_keys[name] = _data_key(tensor)
+                keys.append(key)
+            data.append(tensor)
         else:
-            keys.append(known.data_key(name, tensor))
-        data.append(tensor)
+            keys.append(name == "")
+            data.append(None)
     shape_key = tuple(keys)
     types: list[TypeProto | None] = []
     assumed: dict[str, bytes] = {}
@@ -185,13 +186,15 @@ def _output_type(declared: Declared, known: _Known, decision: Decision) -> TypeP
         keys.append(known.type_key(type_proto))
     known.last[shape_key] = types
     memo_key = tuple(keys)  # the shape key, then each input's type
-    if memo_key not in known.memo:
-        known.memo[memo_key] = _infer(spec, declared.node, inputs, types, data)
-    if known.memo[memo_key] is not None:
-        decision.assumed.update(assumed)
+    result = known.memo.get(memo_key, _UNINFERRED)
+    if result is _UNINFERRED:
+        result = known.memo[memo_key] = _infer(declared.spec, declared.node, inputs, types, data)
+    if result is not None:
+        if assumed:
+            decision.assumed.update(assumed)
         if signed:
             decision.signed.append((declared, memo_key))
-    return known.memo[memo_key]
+    return result
 
 
 def _infer(spec: OpSpec, node: NodeProto, inputs: list[str], types: list[TypeProto | None],

@@ -219,11 +219,10 @@ def _finish_model(model: ModelProto, freed: set[str], domains: set[str], model_o
     else:
         graphs = [model.graph]
     for graph in graphs:
-        if not freed:
+        unused = freed.difference(used, (v.name for v in graph.input), (v.name for v in graph.output))
+        if not unused:
             continue
-        visible = {v.name for v in graph.input} | {v.name for v in graph.output}
-        drop = [i for i, t in enumerate(graph.initializer)
-                if t.name in freed and t.name not in used and t.name not in visible]
+        drop = [i for i, t in enumerate(graph.initializer) if t.name in unused]
         if len(drop) <= 64:  # a few: deleted where they are (rebuilding the list copies every tensor)
             for i in reversed(drop):
                 del graph.initializer[i]

@@ -188,20 +188,18 @@ def _replay(template: _Template, bound: Bound, emit: Emitter, names: list[str]) 
     values = [*names, bound.label, emit.final_name]
     elision = emit.elision
     for output, shape, answer in template.questions:
-        if elision.can_drop(_fill(output, values), shape) != answer:
+        if elision.can_drop(values[output] if type(output) is int else _fill(output, values), shape) != answer:
             return False
+    names_of, const_i64, add_value = emit.names, emit.const_i64, values.append
     for kind, what, hint in template.requests:
-        if kind == "name":
-            values.append(emit.names(_fill(what, values)))
-        else:
-            values.append(emit.const_i64(what, hint))
+        add_value(names_of(_fill(what, values)) if kind == "name" else const_i64(what, hint))
     doc, reads, add_node = emit.doc, emit.reads, emit.nodes.append
     for fixed, inputs, outputs, name in template.nodes:
         fields = dict(fixed)
         fields["input"] = ins = [values[t] if type(t) is int else _fill(t, values) for t in inputs]
         fields["output"] = [values[t] if type(t) is int else _fill(t, values) for t in outputs]
         if name is not None:  # set, even where empty (elision names a kept node after an unnamed one)
-            fields["name"] = _fill(name, values)
+            fields["name"] = values[name] if type(name) is int else _fill(name, values)
         if doc:
             fields["doc_string"] = doc
         add_node(NodeProto(**fields))

@@ -8,7 +8,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 import onnx
-from onnx import GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, numpy_helper
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, TypeProto, ValueInfoProto, numpy_helper
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import node_lists
@@ -74,7 +74,8 @@ class StaticFacts:
         bytes to infer instead of ``model``, a model without subgraphs whose nodes are some of ``model``'s, and
         whose initializers are those they read; ``known_types``: the types of the values defined by the nodes it
         leaves out (``hidden_inference``)."""
-        self._infos: dict[str, TypeProto] = {}
+        self._infos: dict[str, ValueInfoProto] = {}
+        self._known_types: dict[str, TypeProto] = {}  # the types of values defined by nodes onnx did not see
         self._initializers: dict[str, TensorProto] = {}
         self._graph_inputs: set[str] = set()
         self._constants: dict[str, NodeProto] = {}
@@ -96,14 +97,14 @@ class StaticFacts:
             logger.debug("shape inference failed: %s", err)
             inferred, known_types = model, None
         if known_types:
-            self._infos.update(known_types)
+            self._known_types = known_types
             self._initializers.update({t.name: t for t in model.graph.initializer})
         containers = [e.container for e in node_lists(inferred)] if subgraphs else [inferred.graph,
                                                                                    *inferred.functions]
         for graph in containers:
             if isinstance(graph, GraphProto):
                 for group in (graph.input, graph.output, graph.value_info):
-                    self._infos.update({v.name: v.type for v in group})
+                    self._infos.update({v.name: v for v in group})
                 self._initializers.update({t.name: t for t in graph.initializer})
                 self._graph_inputs.update(v.name for v in graph.input)
             self._constants.update((n.output[0], n) for n in graph.node
@@ -137,7 +138,8 @@ class StaticFacts:
 
     def declared_type(self, name: str) -> TypeProto | None:
         """The type inference gave ``name`` (a graph input's or output's, or a value info's), as onnx wrote it."""
-        return self._infos.get(name)
+        info = self._infos.get(name)
+        return self._known_types.get(name) if info is None else info.type
 
     @classmethod
     def empty(cls) -> StaticFacts:
@@ -152,7 +154,7 @@ class StaticFacts:
         if constant is not None:
             value = self._value(name)
             return None if value is None else tuple(value.shape)
-        info = self._infos.get(name)
+        info = self.declared_type(name)
         if info is None:
             return None
         key = info.SerializeToString()  # value infos repeat a few types: read each once
@@ -171,7 +173,7 @@ class StaticFacts:
             attr = next((a for a in constant.attribute if a.name in ("value", "value_ints")), None)
             if attr is not None:
                 return attr.t.data_type if attr.name == "value" else TensorProto.INT64
-        info = self._infos.get(name)
+        info = self.declared_type(name)
         if info is not None and info.HasField("tensor_type") and info.tensor_type.elem_type:
             return info.tensor_type.elem_type
         return None
