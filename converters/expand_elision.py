@@ -27,13 +27,17 @@ class ExpandElision:
         self.graph = graph
         self.facts = facts
         self.consumers: dict[str, list[NodeProto]] = {}
+        self._broadcasting: set[int] = set()  # id() of the consumers that are standard broadcasting ops
         if inputs is None:
-            inputs = [tuple(node.input) for node in graph.node]
+            inputs = [node.input[:] for node in graph.node]
         for index, names in enumerate(inputs):
             node = None
             for name in names:
                 if name in outputs:
-                    node = graph.node[index] if node is None else node
+                    if node is None:
+                        node = graph.node[index]
+                        if node.op_type in BROADCASTING and node.domain in ("", "ai.onnx"):
+                            self._broadcasting.add(id(node))
                     users = self.consumers.setdefault(name, [])
                     if not users or users[-1] is not node:
                         users.append(node)
@@ -76,18 +80,17 @@ class ExpandElision:
             self.graph.value_info.extend(infos)
 
     def _keeps_shape(self, user: NodeProto, out: str, out_shape: tuple[int, ...]) -> bool:
-        if user.domain not in ("", "ai.onnx") or user.op_type not in BROADCASTING:
+        if id(user) not in self._broadcasting:  # (the consumers live as long as this: their ids are theirs)
             return False
-        others = [name for name in user.input if name != out]
-        if not others:
-            return False
-        for name in others:
-            shape = self.facts.shapes.get(name)
-            if shape is None or None in shape:
+        shape_of, others = self.facts.shapes.get, 0
+        for name in user.input:
+            if name == out:
+                continue
+            others += 1
+            shape = shape_of(name)
+            if shape is None or None in shape or not _broadcast_keeps(shape, out_shape):
                 return False
-            if not _broadcast_keeps(tuple(shape), out_shape):
-                return False
-        return True
+        return others > 0
 
 
 def _broadcast_keeps(shape: tuple[int, ...], other: tuple[int, ...]) -> bool:
