@@ -15,6 +15,7 @@ from onnx import ModelProto, TypeProto
 from onnx_bcast.declaring import Declared
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.known_outputs import Decision, decide
+from onnx_bcast.proto_bytes import field
 from onnx_bcast.static_facts import StaticFacts
 
 _VALUE_INFO_FIELD = 13 << 3 | 2  # GraphProto.value_info
@@ -92,21 +93,6 @@ def without_hidden(model: ModelProto, hidden: list[tuple[int, str, TypeProto]], 
     return reduced.SerializeToString() + _value_infos(typed), known_types
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _field(tag: int, payload: bytes) -> bytes:
-    """One length-delimited protobuf field (``tag`` is ``number << 3 | 2``)."""
-    size = len(payload)
-    return bytes((tag, size)) + payload if size < 0x80 else bytes((tag,)) + _varint(size) + payload
-
-
 def _value_infos(typed: list[tuple[str, TypeProto]]) -> bytes:
     """A serialized ModelProto whose graph holds a value_info per (name, type): appended to a serialized model,
     protobuf merges it in (a repeated field's entries are added to the model's).
@@ -120,6 +106,6 @@ def _value_infos(typed: list[tuple[str, TypeProto]]) -> bytes:
     for name, type_proto in typed:
         suffix = suffixes.get(id(type_proto))
         if suffix is None:
-            suffix = suffixes[id(type_proto)] = _field(2 << 3 | 2, type_proto.SerializeToString())
-        entries.append(_field(_VALUE_INFO_FIELD, _field(1 << 3 | 2, name.encode()) + suffix))
-    return _field(_GRAPH_FIELD, b"".join(entries))
+            suffix = suffixes[id(type_proto)] = field(2 << 3 | 2, type_proto.SerializeToString())
+        entries.append(field(_VALUE_INFO_FIELD, field(1 << 3 | 2, name.encode()) + suffix))
+    return field(_GRAPH_FIELD, b"".join(entries))

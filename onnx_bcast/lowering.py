@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from onnx import FunctionProto, GraphProto, ModelProto, NodeProto, helper
 
-from onnx_bcast import hidden_inference, schemas
+from onnx_bcast import hidden_inference, proto_bytes, schemas
 from onnx_bcast.binding import Bound, bind
 from onnx_bcast.declaring import Declared
 from onnx_bcast.emitter import Emitter
@@ -190,18 +190,29 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     return result
 
 
-def _replace_nodes(container: GraphProto | FunctionProto, replacements: dict[int, list[NodeProto]]) -> None:
+def _replace_nodes(container: GraphProto | FunctionProto, replacements: dict[int, list[NodeProto | bytes]]) -> None:
+    """Each replaced node's place taken by its replacements: NodeProtos, or a replay's serialized nodes (graphs)."""
     nodes, start = container.node, 0
     if all(len(nodes_in) == 1 for nodes_in in replacements.values()):  # one for one: each in its place
         for index, (node,) in replacements.items():
-            nodes[index].CopyFrom(node)
+            if type(node) is bytes:
+                nodes[index].ParseFromString(node)
+            else:
+                nodes[index].CopyFrom(node)
         return
-    new_nodes: list[NodeProto] = []
+    new_nodes: list[NodeProto | bytes] = []
     for index in sorted(replacements):
         new_nodes.extend(nodes[start:index])
         new_nodes.extend(replacements[index])
         start = index + 1
     new_nodes.extend(nodes[start:])
+    if isinstance(container, GraphProto) and any(type(node) is bytes for node in new_nodes):
+        field, tag = proto_bytes.field, proto_bytes.GRAPH_NODE
+        serialized = b"".join([field(tag, node if type(node) is bytes else node.SerializeToString())
+                               for node in new_nodes])
+        del container.node[:]
+        container.MergeFromString(serialized)  # the nodes are its only field: they are appended, in order
+        return
     del container.node[:]
     container.node.extend(new_nodes)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from onnx import NodeProto
 
+from onnx_bcast import proto_bytes
 from onnx_bcast.binding import Bound
 from onnx_bcast.emitter import Emitter
 
@@ -65,8 +66,9 @@ class _Template:
     requests: list[tuple[str, Text | tuple[int, ...], str]] = field(default_factory=list)  # name: hint; const
     questions: list[tuple[Text, tuple[int, ...], bool]] = field(default_factory=list)  # can_drop(out, shape)
     effects: list[tuple[str, Text, Text]] = field(default_factory=list)  # ("drop", out, _) or ("rewire", out, src)
-    # the fields that are the same each time (op type, domain, attributes), inputs, outputs, name (None: not set)
-    nodes: list[tuple[dict, list[Text], list[Text], Text | None]] = field(default_factory=list)
+    # the fields that are the same each time (op type, domain, attributes) serialized, inputs, outputs, name (None:
+    # not set)
+    nodes: list[tuple[bytes, list[Text], list[Text], Text | None]] = field(default_factory=list)
     domains: set[str] = field(default_factory=set)  # of the nodes written, the default one left out
 
 
@@ -173,14 +175,12 @@ def _record(rule: Rule, bound: Bound, emit: Emitter, names: list[str]) -> _Templ
             return None  # a name inside an attribute: not replayed
         if node.HasField("doc_string") != bool(emit.doc) or node.HasField("domain") != bool(node.domain):
             return None  # every node the emitter writes has its doc_string, and a domain only when not the default
-        fixed: dict = {"op_type": node.op_type}
+        fixed = NodeProto(op_type=node.op_type, attribute=attributes)
         if node.domain:
-            fixed["domain"] = node.domain
+            fixed.domain = node.domain
             template.domains.add(node.domain)
-        if attributes:
-            fixed["attribute"] = attributes
-        template.nodes.append((fixed, [_text(n) for n in node.input], [_text(n) for n in node.output],
-                               _text(node.name) if node.HasField("name") else None))
+        template.nodes.append((fixed.SerializeToString(), [_text(n) for n in node.input],
+                               [_text(n) for n in node.output], _text(node.name) if node.HasField("name") else None))
     return template
 
 
@@ -193,16 +193,13 @@ def _replay(template: _Template, bound: Bound, emit: Emitter, names: list[str]) 
     names_of, const_i64, add_value = emit.names, emit.const_i64, values.append
     for kind, what, hint in template.requests:
         add_value(names_of(_fill(what, values)) if kind == "name" else const_i64(what, hint))
-    doc, reads, add_node = emit.doc, emit.reads, emit.nodes.append
-    for fixed, inputs, outputs, name in template.nodes:
-        fields = dict(fixed)
-        fields["input"] = ins = [values[t] if type(t) is int else _fill(t, values) for t in inputs]
-        fields["output"] = [values[t] if type(t) is int else _fill(t, values) for t in outputs]
-        if name is not None:  # set, even where empty (elision names a kept node after an unnamed one)
-            fields["name"] = values[name] if type(name) is int else _fill(name, values)
-        if doc:
-            fields["doc_string"] = doc
-        add_node(NodeProto(**fields))
+    doc = proto_bytes.text(proto_bytes.NODE_DOC, emit.doc) if emit.doc else b""
+    reads, add_node = emit.reads, emit.nodes.append
+    for fixed, inputs, outputs, name in template.nodes:  # as bytes: ``lowering`` splices them in
+        ins = [values[t] if type(t) is int else _fill(t, values) for t in inputs]
+        outs = [values[t] if type(t) is int else _fill(t, values) for t in outputs]
+        node_name = None if name is None else values[name] if type(name) is int else _fill(name, values)
+        add_node(proto_bytes.node(fixed, ins, outs, node_name, doc))
         reads.update(ins)
     emit.domains.update(template.domains)
     for kind, output, source in template.effects:

@@ -1,0 +1,43 @@
+"""Protobuf fields written as bytes: thousands of small messages built in Python cost more than their bytes.
+
+Parsing or merging such bytes gives the message the fields would have set (field order does not matter to a
+parser; the message serializes in its own order afterwards).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+NODE_INPUT, NODE_OUTPUT, NODE_NAME, NODE_DOC = 1 << 3 | 2, 2 << 3 | 2, 3 << 3 | 2, 6 << 3 | 2  # NodeProto fields
+GRAPH_NODE = 1 << 3 | 2  # GraphProto.node
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def field(tag: int, payload: bytes) -> bytes:
+    """One length-delimited field (``tag`` is ``number << 3 | 2``)."""
+    size = len(payload)
+    return bytes((tag, size)) + payload if size < 0x80 else bytes((tag,)) + _varint(size) + payload
+
+
+def text(tag: int, value: str) -> bytes:
+    """One string field."""
+    return field(tag, value.encode())
+
+
+def node(fixed: bytes, inputs: Sequence[str], outputs: Sequence[str], name: str | None, doc: bytes) -> bytes:
+    """A NodeProto: ``fixed`` (its other fields, serialized), inputs, outputs, a name (None: not set, "" is set)
+    and ``doc`` (its doc_string field, or b"")."""
+    parts = [text(NODE_INPUT, value) for value in inputs]
+    parts += [text(NODE_OUTPUT, value) for value in outputs]
+    if name is not None:
+        parts.append(text(NODE_NAME, name))
+    parts += (fixed, doc)
+    return b"".join(parts)
