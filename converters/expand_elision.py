@@ -30,7 +30,10 @@ class ExpandElision:
         self._broadcasting: set[int] = set()  # id() of the consumers that are standard broadcasting ops
         if inputs is None:
             inputs = [node.input[:] for node in graph.node]
+        disjoint = outputs.isdisjoint
         for index, names in enumerate(inputs):
+            if disjoint(names):
+                continue
             node = None
             for name in names:
                 if name in outputs:

@@ -158,11 +158,12 @@ class StaticFacts:
         if info is None:
             return None
         key = info.SerializeToString()  # value infos repeat a few types: read each once
-        if key not in self._dims:
+        dims = self._dims.get(key, _UNREAD)
+        if dims is _UNREAD:
             tensor_type = info.tensor_type if info.HasField("tensor_type") else None
-            self._dims[key] = None if tensor_type is None or not tensor_type.HasField("shape") else tuple(
+            dims = self._dims[key] = None if tensor_type is None or not tensor_type.HasField("shape") else tuple(
                 d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
-        return self._dims[key]
+        return dims
 
     def _type(self, name: str) -> int | None:
         init = self._initializers.get(name)
