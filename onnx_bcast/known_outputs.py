@@ -228,7 +228,10 @@ def decide(model: ModelProto, ours: list[tuple[int, Declared]], inputs: list[lis
         return decision
     outputs = {declared.output for _, declared in ours}
     first_read: dict[str, int] = {}
+    disjoint = outputs.isdisjoint
     for index, names in enumerate(inputs):
+        if disjoint(names):
+            continue
         for name in names:
             if name in outputs and name not in first_read:
                 first_read[name] = index

@@ -35,9 +35,12 @@ def text(tag: int, value: str) -> bytes:
 def node(fixed: bytes, inputs: Sequence[str], outputs: Sequence[str], name: str | None, doc: bytes) -> bytes:
     """A NodeProto: ``fixed`` (its other fields, serialized), inputs, outputs, a name (None: not set, "" is set)
     and ``doc`` (its doc_string field, or b"")."""
-    parts = [text(NODE_INPUT, value) for value in inputs]
-    parts += [text(NODE_OUTPUT, value) for value in outputs]
-    if name is not None:
-        parts.append(text(NODE_NAME, name))
-    parts += (fixed, doc)
+    parts = []
+    add = parts.append
+    for tag, values in ((NODE_INPUT, inputs), (NODE_OUTPUT, outputs), (NODE_NAME, () if name is None else (name,))):
+        for value in values:
+            data = value.encode()
+            add(bytes((tag, len(data))) + data if len(data) < 0x80 else field(tag, data))
+    add(fixed)
+    add(doc)
     return b"".join(parts)
