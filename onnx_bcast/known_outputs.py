@@ -141,8 +141,8 @@ def _output_type(declared: Declared, known: _Known, decision: Decision) -> TypeP
     """What our callback would set as the node's output type (input types known or assumed), or None where the
     node must stay visible."""
     output, inputs = declared.output, declared.inputs  # padded with "": our functions drop absent trailing inputs
-    if output in known.taken or declared.attribute_key is None:
-        return None
+    if output in known.taken or declared.attribute_key is None or len(declared.outputs) != 1:
+        return None  # (a node of several outputs stays visible: ``_Context`` keeps one output type)
     reads_data = _READS_DATA[declared.op]  # only these inputs' data is read, and only the others' types
     data: list[TensorProto | None] = []
     keys: list = [declared.attribute_key]

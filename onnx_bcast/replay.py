@@ -22,6 +22,7 @@ from onnx_bcast.binding import Bound
 from onnx_bcast.emitter import Emitter
 
 if TYPE_CHECKING:
+    from onnx_bcast.converters.expand_elision import ExpandElision
     from onnx_bcast.lowering import Rule
 
 _OPEN, _CLOSE = "\ue000", "\ue001"  # a slot is written _OPEN + its number + _CLOSE (private-use characters)
@@ -85,6 +86,8 @@ class _Names:
 
 
 class _Dropped:
+    """Elision's set of dropped outputs, as the recording sees it: each addition is kept."""
+
     def __init__(self, template: _Template) -> None:
         self.template = template
 
@@ -95,7 +98,7 @@ class _Dropped:
 class _Elision:
     """Asks the real elision about the real node's outputs, and keeps the questions, answers and effects."""
 
-    def __init__(self, template: _Template, real: object, names: dict[str, str]) -> None:
+    def __init__(self, template: _Template, real: ExpandElision, names: dict[str, str]) -> None:
         self.template, self.real, self.names = template, real, names
         self.dropped = _Dropped(template)
 

@@ -274,3 +274,33 @@ def test_an_initializer_that_is_also_an_input_is_never_shared(monkeypatch: pytes
     assert [d.output for d, _ in decision.signed] == ["b0"]
     fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
     assert fast_bytes == plain_bytes
+
+
+def test_an_op_of_two_outputs_keeps_the_facts_of_both(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Unbroadcast`` infers a_grad (2, 3, 4) and b_grad (3, 1): neither may take the other's type, and what reads
+    them is converted as it would be with every callback."""
+    nodes = [helper.make_node("Unbroadcast", ["d", "a", "b"], ["ga", "gb"], domain="onnx_bcast"),
+             helper.make_node("Broadcast", ["ga", "t"], ["wide"], domain="onnx_bcast", mode="numpy"),
+             helper.make_node("Add", ["wide", "gb"], ["y"])]
+    graph = helper.make_graph(nodes, "grads", [helper.make_tensor_value_info("d", TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[_i64("a", [2, 3, 4]), _i64("b", [3, 1]), _i64("t", [5, 2, 3, 4])])
+    model = helper.make_model(graph, opset_imports=OPSETS, ir_version=10)
+    _, fast, plain = _hidden_and_facts(model)
+    assert plain.shapes.get("ga") == (2, 3, 4) and plain.shapes.get("gb") == (3, 1)
+    _assert_same_facts(model, fast, plain)
+    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    assert fast_bytes == plain_bytes
+
+
+def test_a_gradient_read_by_an_invalid_broadcast_fails_the_conversion() -> None:
+    """a_grad (2, 3, 4) cannot be broadcast to (2, 3, 1) under numpy rules: had a_grad taken b_grad's (3, 1), the
+    conversion would have passed and the converted model returned an (2, 3, 4) answer (Expand is bidirectional)."""
+    nodes = [helper.make_node("Unbroadcast", ["d", "a", "b"], ["ga", "gb"], domain="onnx_bcast"),
+             helper.make_node("Broadcast", ["ga", "t"], ["wide"], domain="onnx_bcast", mode="numpy", name="wide"),
+             helper.make_node("Relu", ["wide"], ["y"])]
+    graph = helper.make_graph(nodes, "grads", [helper.make_tensor_value_info("d", TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[_i64("a", [2, 3, 4]), _i64("b", [3, 1]), _i64("t", [2, 3, 1])])
+    with pytest.raises(BroadcastError, match=r"data \(2, 3, 4\), target \(2, 3, 1\)"):
+        onnx_bcast.convert(helper.make_model(graph, opset_imports=OPSETS, ir_version=10))
