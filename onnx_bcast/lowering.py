@@ -67,7 +67,6 @@ class Lowered:
 
     model: ModelProto
     rewritten: Counter = field(default_factory=Counter)
-    bound: list[Bound] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         """One line per op type and rule, e.g. ``Broadcast(mode=explicit): 2 rewritten``."""

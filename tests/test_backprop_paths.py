@@ -250,3 +250,19 @@ def test_invalid_native_message_is_the_numpy_backends(case: BpCase, variant: str
     records = request.getfixturevalue("invalid_records")
     numpy_backend, native = (records[f"{case.op}/{case.name}/{variant}/{r}"] for r in ("session", "native"))
     assert native["message"] == numpy_backend["message"]
+
+
+@pytest.mark.parametrize(("dims", "shown"), [(["n", "m"], "(?, ?)"), ([2, "m"], "(2, ?)"), ([2, 3], "(2, 3)")])
+def test_an_axis_out_of_range_names_only_known_dims(dims: list, shown: str) -> None:
+    """``BroadcastV0Backprop`` with ``broadcast_axes`` [5] on a rank-2 delta: the message gives delta's dims as far
+    as they are known, never the 1s that stand in for unknown ones while the axes are checked on the rank."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("BroadcastV0Backprop", ["d"], ["g"], domain="onnx_bcast", broadcast_axes=[5])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("d", TensorProto.FLOAT, dims)],
+                              [helper.make_tensor_value_info("g", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)],
+                              ir_version=10)
+    with pytest.raises(onnx_bcast.BroadcastError) as caught:
+        onnx_bcast.convert(model)
+    assert f"outside the output rank 2; arg {shown}, shape {shown}, broadcast_axes [5]" in str(caught.value)

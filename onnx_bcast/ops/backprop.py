@@ -83,12 +83,15 @@ def v0_plan(delta_dims: Dims, broadcast_axes: Any, op: str = V0_BACKPROP) -> tup
     """The summed axes of nGraph's backprop (``broadcast_axes``, validated against ``delta``'s rank as the forward
     rule validates them against its output's) and the gradient's dims."""
     axes = int_vector(broadcast_axes, "broadcast_axes", op, "")
-    fill = [1 if x is None else int(x) for x in delta_dims]
+    fill = [1 if x is None else int(x) for x in delta_dims]  # unknown dims: 1s, the axes are checked on the rank
     kept = [i for i in range(len(fill)) if i not in set(axes)]
     try:
         broadcast_v0_shape([fill[i] for i in kept], fill, axes, op)
     except BroadcastError as err:
-        raise BroadcastError(op, "", f"{err.detail} (the forward output here is delta's shape "
+        detail = err.detail.replace(f"arg {fmt_shape([fill[i] for i in kept])}",  # the 1s filled in are not dims
+                                    f"arg {_fmt_dims(tuple(delta_dims[i] for i in kept))}")
+        detail = detail.replace(f"shape {fmt_shape(fill)}", f"shape {_fmt_dims(tuple(delta_dims))}")
+        raise BroadcastError(op, "", f"{detail} (the forward output here is delta's shape "
                                      f"{_fmt_dims(delta_dims)})") from None
     return tuple(sorted(axes)), tuple(delta_dims[i] for i in kept)
 
