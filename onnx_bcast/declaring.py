@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +23,23 @@ DOMAIN = schemas.DOMAIN
 def node_label(node: NodeProto, index: int) -> str:
     """A node's name, or a stable stand-in for an unnamed node."""
     return node.name or f"{node.op_type}#{index}"
+
+
+@contextlib.contextmanager
+def labelled(declared: list[list[tuple[int, Declared]]]) -> Iterator[None]:
+    """Unnamed nodes of ours carry their label as a name meanwhile (onnx's inference then names them in our errors
+    as every other path does), and are unnamed again afterwards, as they were."""
+    unnamed = [(d.node, d.label, d.node.HasField("name")) for found in declared for _, d in found if not d.node.name]
+    for node, label, _ in unnamed:
+        node.name = label
+    try:
+        yield
+    finally:
+        for node, _, had_name in unnamed:
+            if had_name:
+                node.name = ""
+            else:
+                node.ClearField("name")
 
 
 @dataclass

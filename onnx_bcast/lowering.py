@@ -12,7 +12,7 @@ from onnx import GraphProto, ModelProto, NodeProto
 
 from onnx_bcast import hidden_inference, schemas
 from onnx_bcast.binding import Bound, bind
-from onnx_bcast.declaring import Declared
+from onnx_bcast.declaring import Declared, labelled
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.lowered_model import finish_model, replace_nodes
@@ -98,7 +98,8 @@ def bind_model(model: ModelProto, rule_set: RuleSet) -> list[Bound]:
     copy = working_copy(model, None, rule_set.inline_functions, rule_set.default_opset)
     lists = list(node_lists(copy))
     declared = survey_nodes(lists, NameGenerator()).declared
-    facts = StaticFacts(copy, raise_broadcast_errors=True)
+    with labelled(declared):
+        facts = StaticFacts(copy, raise_broadcast_errors=True)
     return [_bound_with_rule(d, facts, entry.in_function, rule_set)[0]
             for entry, found in zip(lists, declared, strict=True) for _, d in found]
 
@@ -135,10 +136,11 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     result = Lowered(copy)
     nested = len(lists) != 1 + len(copy.functions)  # subgraphs somewhere
     facts = StaticFacts.empty()
-    if any(declared) and not nested and not survey.redefined:  # our nodes may skip onnx's callbacks
-        facts = hidden_inference.static_facts(copy, declared[0], survey.inputs[0], survey.produced, survey.read)
-    elif any(declared):
-        facts = StaticFacts(copy, raise_broadcast_errors=True, subgraphs=nested)
+    with labelled(declared):
+        if any(declared) and not nested and not survey.redefined:  # our nodes may skip onnx's callbacks
+            facts = hidden_inference.static_facts(copy, declared[0], survey.inputs[0], survey.produced, survey.read)
+        elif any(declared):
+            facts = StaticFacts(copy, raise_broadcast_errors=True, subgraphs=nested)
     model_opset = opset_version(list(copy.opset_import), "")
     domains: set[str] = set()
     freed: set[str] = set()

@@ -266,3 +266,4 @@ def test_an_axis_out_of_range_names_only_known_dims(dims: list, shown: str) -> N
     with pytest.raises(onnx_bcast.BroadcastError) as caught:
         onnx_bcast.convert(model)
     assert f"outside the output rank 2; arg {shown}, shape {shown}, broadcast_axes [5]" in str(caught.value)
+    assert "node 'BroadcastV0Backprop#0'" in str(caught.value)  # unnamed: labelled as on every path

@@ -304,3 +304,24 @@ def test_a_gradient_read_by_an_invalid_broadcast_fails_the_conversion() -> None:
                               initializer=[_i64("a", [2, 3, 4]), _i64("b", [3, 1]), _i64("t", [2, 3, 1])])
     with pytest.raises(BroadcastError, match=r"data \(2, 3, 4\), target \(2, 3, 1\)"):
         onnx_bcast.convert(helper.make_model(graph, opset_imports=OPSETS, ir_version=10))
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "symbolic"])
+def test_an_unnamed_node_is_labelled_in_errors_and_stays_unnamed(static: bool) -> None:
+    """onnx's inference raises for the invalid node (static dims) where binding does (symbolic): both name it
+    ``Broadcast#1``; the valid unnamed node before it keeps no name in the converted model."""
+    dims = [2, 3] if static else ["a", "b"]
+    nodes = [helper.make_node("Broadcast", ["x", "ok"], ["y"], domain="onnx_bcast", mode="numpy"),
+             helper.make_node("Broadcast", ["x", "bad"], ["z"], domain="onnx_bcast", mode="numpy")]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(nodes, "g", [value("x", TensorProto.FLOAT, dims)],
+                              [value("y", TensorProto.FLOAT, None), value("z", TensorProto.FLOAT, None)],
+                              initializer=[_i64("ok", [4, 2, 3]), _i64("bad", [2, 4])])
+    model = helper.make_model(graph, opset_imports=OPSETS, ir_version=10)
+    if static:
+        with pytest.raises(BroadcastError, match="node 'Broadcast#1'"):
+            onnx_bcast.convert(model)
+    del model.graph.node[1], model.graph.output[1]
+    converted = onnx_bcast.convert(model)
+    assert converted.graph.node and not any(n.HasField("name") for n in converted.graph.node if n.output == ["y"])
+    assert not model.graph.node[0].HasField("name")
