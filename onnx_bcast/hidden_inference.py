@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from onnx import ModelProto, TypeProto
 
-from onnx_bcast.declaring import Declared
+from onnx_bcast.declaring import Declared, labelled
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.known_outputs import Decision, decide
 from onnx_bcast.proto_bytes import field
@@ -62,11 +62,13 @@ def _type_bytes(facts: StaticFacts, name: str) -> bytes | None:
 
 def _run(model: ModelProto, decision: Decision, ours: list[tuple[int, Declared]], inputs: list[list[str]],
          read: set[str]) -> StaticFacts:
-    if not decision.hidden:
-        return StaticFacts(model, raise_broadcast_errors=True, subgraphs=False)
-    serialized, known_types = without_hidden(model, decision.hidden, ours, inputs, read)
-    return StaticFacts(model, raise_broadcast_errors=True, subgraphs=False, serialized=serialized,
-                       known_types=known_types)
+    left_out = {index for index, _, _ in decision.hidden}
+    with labelled([[(index, d) for index, d in ours if index not in left_out]]):  # those onnx sees
+        if not decision.hidden:
+            return StaticFacts(model, raise_broadcast_errors=True, subgraphs=False)
+        serialized, known_types = without_hidden(model, decision.hidden, ours, inputs, read)
+        return StaticFacts(model, raise_broadcast_errors=True, subgraphs=False, serialized=serialized,
+                           known_types=known_types)
 
 
 def without_hidden(model: ModelProto, hidden: list[tuple[int, str, TypeProto]], ours: list[tuple[int, Declared]],

@@ -136,10 +136,10 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     result = Lowered(copy)
     nested = len(lists) != 1 + len(copy.functions)  # subgraphs somewhere
     facts = StaticFacts.empty()
-    with labelled(declared):
-        if any(declared) and not nested and not survey.redefined:  # our nodes may skip onnx's callbacks
-            facts = hidden_inference.static_facts(copy, declared[0], survey.inputs[0], survey.produced, survey.read)
-        elif any(declared):
+    if any(declared) and not nested and not survey.redefined:  # our nodes may skip onnx's callbacks
+        facts = hidden_inference.static_facts(copy, declared[0], survey.inputs[0], survey.produced, survey.read)
+    elif any(declared):
+        with labelled(declared):
             facts = StaticFacts(copy, raise_broadcast_errors=True, subgraphs=nested)
     model_opset = opset_version(list(copy.opset_import), "")
     domains: set[str] = set()
