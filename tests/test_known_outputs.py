@@ -10,6 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnx_bcast
 from onnx_bcast import hidden_inference, known_outputs
+from onnx_bcast.declaring import labelled
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import NameGenerator
 from onnx_bcast.static_facts import StaticFacts
@@ -69,6 +70,12 @@ def _assert_same_facts(model: onnx.ModelProto, fast: StaticFacts, plain: StaticF
                 assert got == want, (name, kind)
 
 
+def _every_callback(model: onnx.ModelProto, ours: list, *_: object) -> StaticFacts:
+    """The facts of onnx's inference with every node of ours in it (named as the pass names them in errors)."""
+    with labelled([ours]):
+        return StaticFacts(model, raise_broadcast_errors=True)
+
+
 def _convert_both(model: onnx.ModelProto, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes | str, bytes | str]:
     """The converted bytes (or the error text) with hiding and without it."""
     def run() -> bytes | str:
@@ -79,8 +86,7 @@ def _convert_both(model: onnx.ModelProto, monkeypatch: pytest.MonkeyPatch) -> tu
 
     fast = run()
     with monkeypatch.context() as patch:
-        patch.setattr(hidden_inference, "static_facts",
-                      lambda m, *rest: StaticFacts(m, raise_broadcast_errors=True))
+        patch.setattr(hidden_inference, "static_facts", _every_callback)
         plain = run()
     return fast, plain
 
