@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto
 
-from onnx_bcast.declaring import Declared
+from onnx_bcast.declaring import Declared, present_count
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.static_facts import Dims, StaticFacts
 
@@ -120,9 +120,7 @@ def _static_output(declared: Declared, shapes: list[Dims | None], values: list[n
     """
     if inferred is not None and None not in inferred and declared.spec.family == "broadcast":
         return tuple(int(d) for d in inferred)
-    present = len(declared.inputs)
-    while present and not declared.inputs[present - 1]:  # absent trailing optional inputs are not inputs
-        present -= 1
+    present = present_count(declared.inputs)
     static = [None if s is None or None in s else tuple(int(d) for d in s) for s in shapes[:present]]
     try:
         return declared.spec.static_shape(static, list(values[:present]), declared.attrs)

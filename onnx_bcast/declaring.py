@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,14 @@ from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec
 from onnx_bcast.ops.elementwise import canonical_rule
 
 DOMAIN = schemas.DOMAIN
+
+
+def present_count(inputs: Sequence[str]) -> int:
+    """How many of a node's inputs are inputs: absent ("") trailing ones are not."""
+    count = len(inputs)
+    while count and not inputs[count - 1]:
+        count -= 1
+    return count
 
 
 def node_label(node: NodeProto, index: int) -> str:
@@ -84,18 +92,15 @@ def declare(node: NodeProto, index: int, inputs: list[str] | None = None) -> Dec
     known = _DECLARED.get(form)
     if known is None:
         declared = _declared(node, index, given, key)
-        kept = len(given)
-        while kept and not given[kept - 1]:  # absent trailing inputs are not inputs
-            kept -= 1
         if len(_DECLARED) < _MAX_DECLARED:
-            _DECLARED[form] = (declared.spec, dict(declared.attrs), kept, declared.mode)
+            _DECLARED[form] = (declared.spec, dict(declared.attrs), present_count(given), declared.mode)
         return declared
     spec, attrs, kept, mode = known
     padded = given[:kept]
     if kept < len(spec.inputs):
         padded += [""] * (len(spec.inputs) - kept)
     declared = Declared.__new__(Declared)  # what ``__init__`` and ``__post_init__`` set, without their calls
-    declared.__dict__.update(node=node, spec=spec, label=node.name or f"{node.op_type}#{index}", attrs=dict(attrs),
+    declared.__dict__.update(node=node, spec=spec, label=node_label(node, index), attrs=dict(attrs),
                              inputs=padded, attribute_key=key, signature=None, op=spec.name, mode=mode,
                              output=outputs[0], outputs=list(outputs))
     return declared
@@ -107,17 +112,12 @@ def _declared(node: NodeProto, index: int, inputs: list[str], key: tuple) -> Dec
     if spec is None:
         raise BroadcastError(node.op_type, "", f"is not an op of domain {DOMAIN!r} "
                                                f"(known: {', '.join(sorted(SPEC_BY_NAME))})", label)
-    declared = Declared(node, spec, label, read_attributes(node, spec, label, key),
-                        padded_inputs(node, spec, label, inputs))
+    declared = Declared(node, spec, label, read_attributes(node, spec, label), padded_inputs(node, spec, label, inputs))
     declared.attribute_key = key
-    names = _input_names(spec)
+    names = [formal.name for formal in spec.inputs]
     if declared.mode == "explicit" and "axes_mapping" in names and not declared.inputs[names.index("axes_mapping")]:
         raise declared.fail("axes_mapping is required in explicit mode")  # the ORT form would read absent as []
     return declared
-
-
-_READ: dict[tuple, dict[str, Any]] = {}  # (op, each attribute's bytes) -> attributes read (valid ones only)
-_MAX_READ = 4096
 
 
 def attribute_key(node: NodeProto) -> tuple:
@@ -125,22 +125,8 @@ def attribute_key(node: NodeProto) -> tuple:
     return (node.op_type, *[a.SerializeToString() for a in node.attribute])
 
 
-def read_attributes(node: NodeProto, spec: OpSpec, label: str, key: tuple | None = None) -> dict[str, Any]:
-    """The node's attributes with defaults filled; wrong names, kinds, references and modes are BroadcastErrors.
-
-    Models repeat the same attributes node after node: a valid set is read once (a copy is returned).
-    ``key``: ``attribute_key(node)``, where the caller has it.
-    """
-    key = attribute_key(node) if key is None else key
-    attrs = _READ.get(key)
-    if attrs is None:
-        attrs = _read_attributes(node, spec, label)
-        if len(_READ) < _MAX_READ:
-            _READ[key] = attrs
-    return dict(attrs)
-
-
-def _read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any]:
+def read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any]:
+    """The node's attributes with defaults filled; wrong names, kinds, references and modes are BroadcastErrors."""
     known = {a.name: a for a in spec.attrs}
     attrs = spec.defaults()
     for attr in node.attribute:
@@ -168,26 +154,11 @@ def _read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any
     return attrs
 
 
-_INPUT_NAMES = {spec.name: tuple(formal.name for formal in spec.inputs) for spec in SPEC_BY_NAME.values()}
-_REQUIRED = {spec.name: sum(1 for i in spec.inputs if not i.optional) for spec in SPEC_BY_NAME.values()}
-
-
-def _input_names(spec: OpSpec) -> tuple[str, ...]:
-    names = _INPUT_NAMES.get(spec.name)
-    return names if names is not None else tuple(formal.name for formal in spec.inputs)
-
-
-def _required_inputs(spec: OpSpec) -> int:
-    count = _REQUIRED.get(spec.name)
-    return count if count is not None else sum(1 for i in spec.inputs if not i.optional)
-
-
 def padded_inputs(node: NodeProto, spec: OpSpec, label: str, given: list[str] | None = None) -> list[str]:
     """The node's inputs padded to the spec's arity; a wrong count or a missing required input is an error."""
     inputs = list(node.input if given is None else given)
-    while inputs and inputs[-1] == "":
-        inputs.pop()
-    required = _required_inputs(spec)
+    del inputs[present_count(inputs):]
+    required = sum(1 for formal in spec.inputs if not formal.optional)
     if not required <= len(inputs) <= len(spec.inputs) or "" in inputs[:required]:
         names = ", ".join(i.name + ("?" if i.optional else "") for i in spec.inputs)
         raise BroadcastError(node.op_type, "", f"takes inputs ({names}), got {len(node.input)}: {list(node.input)}",
