@@ -9,12 +9,11 @@ from __future__ import annotations
 from onnx import TensorProto, TypeProto
 
 from onnx_bcast.ops.common import Shape
-from onnx_bcast.static_facts import small_values
+from onnx_bcast.static_facts import raw_int_key, small_values
 
 _SHAPES: dict[bytes, Shape | None] = {}
 _VALUES: dict[tuple, tuple | None] = {}
 _MAX = 4096  # entries per memo; past it, it starts again
-_RAW_INTS = (TensorProto.INT64, TensorProto.INT32)
 
 
 def _shape_of(type_proto: TypeProto) -> Shape | None:
@@ -41,9 +40,7 @@ def value_key(tensor: TensorProto | None) -> tuple | None:
     read once per distinct (type, dims, bytes)."""
     if tensor is None:
         return None
-    raw = tensor.raw_data
-    fast = raw and tensor.data_type in _RAW_INTS and not tensor.external_data and not tensor.data_location
-    key = (tensor.data_type, tuple(tensor.dims), raw) if fast else None
+    key = raw_int_key(tensor)
     if key is not None and key in _VALUES:
         return _VALUES[key]
     array = small_values(tensor)

@@ -26,10 +26,10 @@ from onnx_bcast.declaring import Declared
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.common import OpSpec
+from onnx_bcast.static_facts import raw_int_key
 
 _INFER = {spec.name: schemas.inference_function(spec) for spec in SPEC_BY_NAME.values()}
 _READS_DATA = {spec.name: spec.value_inputs for spec in SPEC_BY_NAME.values()}
-_INT_TYPES = (TensorProto.INT64, TensorProto.INT32)
 _UNINFERRED = TypeProto()  # a memo entry not made yet (None is "stays visible")
 
 
@@ -131,10 +131,8 @@ class _Known:
 
 def _data_key(tensor: TensorProto) -> tuple | bytes:
     """What our inference reads of a constant: an int64/int32 one's raw values and dims (not its name), else all."""
-    raw = tensor.raw_data
-    if raw and tensor.data_type in _INT_TYPES and not tensor.external_data and not tensor.data_location:
-        return (tensor.data_type, tuple(tensor.dims), raw)
-    return tensor.SerializeToString()
+    key = raw_int_key(tensor)
+    return tensor.SerializeToString() if key is None else key
 
 
 def _output_type(declared: Declared, known: _Known, decision: Decision) -> TypeProto | None:
