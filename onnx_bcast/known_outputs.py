@@ -41,7 +41,7 @@ class _Context:
         self.node = node
         self.attributes = {a.name: a for a in node.attribute}  # onnx too keeps the last of a repeated name
         self.inputs, self.types, self.data = inputs, types, data
-        self.output: TypeProto | None = None
+        self.outputs: dict[int, TypeProto] = {}  # by output index, as the callback sets them
 
     def get_attribute(self, name: str) -> AttributeProto | None:
         return self.attributes.get(name)
@@ -62,7 +62,7 @@ class _Context:
         return len(self.node.output)
 
     def set_output_type(self, i: int, type_proto: TypeProto) -> bool:
-        self.output = type_proto
+        self.outputs[i] = type_proto
         return True
 
     def get_display_name(self) -> str:
@@ -139,8 +139,8 @@ def _output_type(declared: Declared, known: _Known, decision: Decision) -> TypeP
     """What our callback would set as the node's output type (input types known or assumed), or None where the
     node must stay visible."""
     output, inputs = declared.output, declared.inputs  # padded with "": our functions drop absent trailing inputs
-    if output in known.taken or declared.attribute_key is None or len(declared.outputs) != 1:
-        return None  # (a node of several outputs stays visible: ``_Context`` keeps one output type)
+    if output in known.taken or declared.attribute_key is None:
+        return None
     reads_data = _READS_DATA[declared.op]  # only these inputs' data is read, and only the others' types
     data: list[TensorProto | None] = []
     keys: list = [declared.attribute_key]
@@ -204,8 +204,10 @@ def _infer(spec: OpSpec, node: NodeProto, inputs: list[str], types: list[TypePro
         return None  # the callback raises it, in onnx's order
     except Exception:  # noqa: BLE001 - whatever it is, the callback meets it again in onnx
         return None
-    output = context.output
-    return output if output is not None and _materialised(output) else None
+    if list(context.outputs) != [0] or len(node.output) != 1:
+        return None  # a node is hidden with its one output's type: one of several outputs stays visible
+    output = context.outputs[0]
+    return output if _materialised(output) else None
 
 
 def _materialised(type_proto: TypeProto) -> bool:
