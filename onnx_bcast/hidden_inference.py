@@ -68,7 +68,7 @@ def _run(model: ModelProto, decision: Decision, ours: list[tuple[int, Declared]]
             return StaticFacts(model, raise_broadcast_errors=True, subgraphs=False)
         serialized, known_types = without_hidden(model, decision.hidden, ours, inputs, read)
         return StaticFacts(model, raise_broadcast_errors=True, subgraphs=False, serialized=serialized,
-                           known_types=known_types)
+                           known_types=known_types, initializers=decision.initializers)
 
 
 def without_hidden(model: ModelProto, hidden: list[tuple[int, str, TypeProto]], ours: list[tuple[int, Declared]],

@@ -78,6 +78,7 @@ class Decision:
     # hidden nodes whose static facts (every input's shape, type and read value, the output's shape) are a function
     # of their key (attributes, each read input's constant data, the other inputs' types): equal keys, equal facts
     signed: list[tuple[Declared, tuple]] = field(default_factory=list)
+    initializers: dict[str, TensorProto] = field(default_factory=dict)  # the main graph's, by name
 
 
 class _Known:
@@ -226,6 +227,7 @@ def decide(model: ModelProto, ours: list[tuple[int, Declared]], inputs: list[lis
     known.assume = assume
     if not known.valid:
         return decision
+    decision.initializers = known.data
     outputs = {declared.output for _, declared in ours}
     first_read: dict[str, int] = {}
     disjoint = outputs.isdisjoint

@@ -79,12 +79,13 @@ class StaticFacts:
 
     def __init__(self, model: ModelProto | None = None, raise_broadcast_errors: bool = False,
                  subgraphs: bool = True, serialized: bytes | None = None,
-                 known_types: dict[str, TypeProto] | None = None) -> None:
+                 known_types: dict[str, TypeProto] | None = None,
+                 initializers: dict[str, TensorProto] | None = None) -> None:
         """With ``raise_broadcast_errors``, a statically invalid node of ours found by inference is raised;
         ``subgraphs=False``: the caller knows that the model has none (no walk to find them); ``serialized``: the
         bytes to infer instead of ``model``, a model without subgraphs whose nodes are some of ``model``'s, and
         whose initializers are those they read; ``known_types``: the types of the values defined by the nodes it
-        leaves out (``hidden_inference``)."""
+        leaves out (``hidden_inference``), with ``initializers``: ``model``'s by name, where the caller has them."""
         self._infos: dict[str, ValueInfoProto] = {}
         self._known_types: dict[str, TypeProto] = {}  # the types of values defined by nodes onnx did not see
         self._initializers: dict[str, TensorProto] = {}
@@ -109,7 +110,8 @@ class StaticFacts:
             inferred, known_types = model, None
         if known_types:
             self._known_types = known_types
-            self._initializers.update({t.name: t for t in model.graph.initializer})
+            self._initializers.update(initializers if initializers is not None else
+                                      {t.name: t for t in model.graph.initializer})
         containers = [e.container for e in node_lists(inferred)] if subgraphs else [inferred.graph,
                                                                                    *inferred.functions]
         for graph in containers:
