@@ -14,13 +14,12 @@ from onnx_bcast.converters.backprop_guards import (
     checked_delta,
     explicit_aligned,
     pdpd_aligned,
-    pdpd_start,
     right_aligned,
     summed_axes,
     unbroadcast_conditions,
 )
 from onnx_bcast.converters.gradient_sums import sum_to
-from onnx_bcast.converters.guards import Guard
+from onnx_bcast.converters.guards import Guard, pdpd_start
 from onnx_bcast.converters.shape_inputs import int64_input
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.errors import BroadcastError

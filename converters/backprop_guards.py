@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnx_bcast.binding import Bound
-from onnx_bcast.converters.guards import Guard, mode_conditions
+from onnx_bcast.converters.guards import Guard, mode_conditions, pdpd_start
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.ops.common import MAX_RANK
 
@@ -61,12 +61,6 @@ def unbroadcast_conditions(guard: Guard, bound: Bound, a: str, b: str, delta_sha
         al_b = pdpd_aligned(guard, b, start, ra)
         fits = guard.op("Or", guard.op("Equal", al_b, one), guard.op("Equal", al_b, a))
         guard.require(fits, "pdpd: each B dim must be 1 or equal the A dim it meets")
-
-
-def pdpd_start(guard: Guard, bound: Bound, ra: str, rb: str) -> str:
-    """``[start]``: where B starts in A (``axis``, or ``rank(A) - rank(B)`` for -1)."""
-    axis = int(bound.attrs["axis"])
-    return guard.op("Sub", ra, rb) if axis == -1 else guard.i64(axis)
 
 
 def right_aligned(guard: Guard, dims: str, rank: str) -> str:

@@ -109,8 +109,8 @@ def mode_conditions(guard: Guard, mode: str, d: str, target: str, axes: str | No
 
 
 def _pdpd(guard: Guard, bound: Bound, d: str, target: str, big_r: str, unidirectional: bool = False) -> None:
-    axis, r = int(bound.attrs["axis"]), guard.length(d)
-    start = guard.op("Sub", big_r, r) if axis == -1 else guard.i64(axis)
+    r = guard.length(d)
+    start = pdpd_start(guard, bound, big_r, r)
     guard.require(guard.at_least(big_r, start), "pdpd: the start axis must be within the target rank")
     guard.require(guard.at_least(start, guard.i64(0)), "pdpd: the start axis must not be negative")
     guard.require(guard.op("Equal", guard.op("Add", start, r), big_r),
@@ -121,6 +121,12 @@ def _pdpd(guard: Guard, bound: Bound, d: str, target: str, big_r: str, unidirect
     if not unidirectional:  # a target dim 1 takes the data's
         fits = guard.op("Or", fits, guard.op("Equal", tail, one))
     guard.require(fits, "pdpd: aligned dims must be equal or 1")
+
+
+def pdpd_start(guard: Guard, bound: Bound, ra: str, rb: str) -> str:
+    """``[start]``: where B (the data) starts in A (the target): ``axis``, or ``rank(A) - rank(B)`` for -1."""
+    axis = int(bound.attrs["axis"])
+    return guard.op("Sub", ra, rb) if axis == -1 else guard.i64(axis)
 
 
 def _explicit(guard: Guard, bound: Bound, d: str, target: str, big_r: str, axes: str) -> None:
