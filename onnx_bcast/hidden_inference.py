@@ -23,13 +23,10 @@ _GRAPH_FIELD = 7 << 3 | 2  # ModelProto.graph
 
 
 def static_facts(model: ModelProto, ours: list[tuple[int, Declared]], inputs: list[list[str]],
-                 produced: set[str], read: set[str] | None = None) -> StaticFacts:
+                 produced: set[str], read: set[str]) -> StaticFacts:
     """``StaticFacts(model, raise_broadcast_errors=True)`` of a model without subgraphs or values defined twice
     (``ours``: its main graph's nodes of ours; ``inputs``: each node's inputs; ``produced``: every value defined;
-    ``read``: every value the other nodes read, where the caller knows them)."""
-    if read is None:
-        mine = {index for index, _ in ours}
-        read = {name for index, names in enumerate(inputs) if index not in mine for name in names}
+    ``read``: every value the other nodes read: ``survey_nodes`` gives all four)."""
     decision = _decided(model, ours, inputs, produced, assume=True)
     facts = None
     if decision.assumed:

@@ -56,7 +56,7 @@ def _hidden_and_facts(model: onnx.ModelProto) -> tuple[int, StaticFacts, StaticF
     survey = survey_nodes(lists, NameGenerator())
     args = (model, survey.declared[0], survey.inputs[0], survey.produced)
     hidden = len(known_outputs.decide(*args).hidden)
-    return hidden, hidden_inference.static_facts(*args), StaticFacts(model, raise_broadcast_errors=True)
+    return hidden, hidden_inference.static_facts(*args, survey.read), StaticFacts(model, raise_broadcast_errors=True)
 
 
 def _assert_same_facts(model: onnx.ModelProto, fast: StaticFacts, plain: StaticFacts) -> None:
