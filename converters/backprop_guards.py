@@ -89,5 +89,4 @@ def explicit_aligned(guard: Guard, data_shape: str, axes: str, rank: str, data_r
 
 def summed_axes(guard: Guard, aligned: str) -> str:
     """The axes where ``aligned`` is 1 (the new and the stretched ones), as a 1-D int64 tensor."""
-    where = guard.op("NonZero", guard.op("Equal", aligned, guard.i64(1)))
-    return guard.emit.reshape(where, guard.i64(-1), may_hold_zero=False)
+    return guard.emit.nonzero(guard.op("Equal", aligned, guard.i64(1)), guard.i64(-1))

@@ -172,8 +172,7 @@ def _kept_axes(emit: Emitter, bound: Bound, like: str, axes: list[int]) -> str:
     guard.require(guard.op("Greater", rank, guard.i64(max(axes))), "the broadcast axes must lie within like_arg's rank")
     zeros = emit.const_i64([0] * len(axes), "zeros")
     mask = emit.scatter(emit.ones_like_shape(guard.tie(rank)), emit.const_i64(axes, "new_axes"), zeros)
-    where = emit.standard("NonZero", [mask])
-    return emit.reshape(where, emit.const_i64([-1], "flat"), may_hold_zero=False)
+    return emit.nonzero(mask)
 
 
 def rules(guards: bool) -> list[BroadcastV0Rule | BroadcastLikeV0Rule]:

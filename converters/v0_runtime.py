@@ -38,7 +38,7 @@ def runtime_v0(emit: Emitter, bound: Bound, x: str, shape: str, axes: str, guard
         kept_count = guard.op("ReduceSum", kept_mask, keepdims=1)
         guard.require(guard.op("Equal", guard.op("Add", kept_count, guard.length(axes)), rank),
                       "broadcast axes must be distinct")
-        where = emit.reshape(emit.standard("NonZero", [kept_mask]), guard.i64(-1), may_hold_zero=False)
+        where = emit.nonzero(kept_mask, guard.i64(-1))
         required, actual = guard.op("Gather", shape, where, axis=0), emit.shape(x)
         guard.require(guard.op("Equal", guard.length(actual), guard.length(required)), rule)
         guard.require(guard.op("Equal", actual, required), rule)
@@ -54,14 +54,12 @@ def deduced_or_given(emit: Emitter, arg: str, like_shape: str, given: str) -> st
     ones = emit.ones_like_shape(emit.shape(like_shape))
     padded = emit.standard("Slice", [emit.standard("Concat", [arg_shape, ones], axis=0), emit.const_i64([0], "zero"),
                                      rank])  # arg's dims left-aligned, 1s after them, to like's rank
-    index = emit.reshape(emit.standard("NonZero", [ones]), emit.const_i64([-1], "flat"),
-                         may_hold_zero=False)  # 0, 1, ..., rank - 1
+    index = emit.nonzero(ones)  # 0, 1, ..., rank - 1
     beyond = emit.standard("Not", [emit.standard("Less", [index, emit.shape(arg_shape)])])
     one = emit.const_i64([1], "one")
     stretched = emit.standard("And", [emit.standard("Equal", [padded, one]),
                                       emit.standard("Greater", [like_shape, one])])
-    new = emit.reshape(emit.standard("NonZero", [emit.standard("Or", [beyond, stretched])]),
-                       emit.const_i64([-1], "flat"), may_hold_zero=False)
+    new = emit.nonzero(emit.standard("Or", [beyond, stretched]))
     empty = emit.standard("Equal", [emit.shape(given), emit.const_i64([0], "zero")])
     use_deduced = emit.standard("Expand", [empty, emit.shape(new)])
     return emit.standard("Concat", [given, emit.standard("Compress", [new, use_deduced], axis=0)], axis=0)

@@ -230,6 +230,12 @@ class Emitter:
         length = self._node("Shape", [length_of], None)
         return self._node("Slice", [values, self.const_i64([0], "zero"), length], None)
 
+    def nonzero(self, mask: str, minus_one: str | None = None) -> str:
+        """The indices where the 1-D ``mask`` is true, a 1-D int64 tensor (``NonZero``, flattened by a ``Reshape``
+        to ``minus_one``, an int64 [-1]: made here when not given)."""
+        where = self._node("NonZero", [mask], None)
+        return self.reshape(where, minus_one or self.const_i64([-1], "flat"), may_hold_zero=False)
+
     def scatter(self, data: str, indices: str, updates: str) -> str:
         self.require(11, "ScatterElements (runtime explicit axes)")
         return self._node("ScatterElements", [data, indices, updates], None, axis=0)
