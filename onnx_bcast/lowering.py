@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -20,7 +22,7 @@ from onnx_bcast.model_walk import NameGenerator, node_lists, opset_version
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.replay import Replays
 from onnx_bcast.static_facts import StaticFacts
-from onnx_bcast.survey import no_cycle_collection, survey_nodes, walked_node_lists
+from onnx_bcast.survey import survey_nodes, walked_node_lists
 from onnx_bcast.working_copy import working_copy
 
 if TYPE_CHECKING:
@@ -102,6 +104,18 @@ def bind_model(model: ModelProto, rule_set: RuleSet) -> list[Bound]:
         facts = StaticFacts(copy, raise_broadcast_errors=True)
     return [_bound_with_rule(d, facts, entry.in_function, rule_set)[0]
             for entry, found in zip(lists, declared, strict=True) for _, d in found]
+
+
+@contextlib.contextmanager
+def no_cycle_collection() -> Iterator[None]:
+    """Python's cyclic garbage collector paused (if it ran), and resumed afterwards."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 Progress = Callable[[int, int], None]  # (nodes of ours rewritten, all of them)

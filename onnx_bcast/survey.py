@@ -1,11 +1,8 @@
-"""The lowering's walks: one over every node (names, inputs, definitions, our nodes declared), the node lists
-without an attribute walk where the bytes show no subgraph, and the collector paused while the pass runs."""
+"""The lowering's walks: one over every node (names, inputs, definitions, our nodes declared), and the node lists
+without an attribute walk where the bytes show no subgraph."""
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from onnx import ModelProto
@@ -72,15 +69,3 @@ def walked_node_lists(model: ModelProto) -> list[NodeList]:
         return list(node_lists(model))
     return [NodeList(model.graph, list(model.opset_import), False),
             *(NodeList(f, list(f.opset_import), True) for f in model.functions)]
-
-
-@contextlib.contextmanager
-def no_cycle_collection() -> Iterator[None]:
-    """Python's cyclic garbage collector paused (if it ran), and resumed afterwards."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
