@@ -11,11 +11,9 @@ _END = 2**63 - 1  # Slice to the end
 
 
 def checked_delta(emit: Emitter, guard: Guard, delta: str) -> str:
-    """``delta`` itself (a ``Reshape`` to its own shape, no copy), available only after every check passed: both
-    outputs of ``Unbroadcast`` read it, so no consumer can run without the checks."""
-    if not guard.conditions:
-        return delta
-    return emit.reshape(delta, guard.tie(emit.shape(delta)))
+    """``delta`` itself, available only after every check passed (``Guard.tied``): both outputs of
+    ``Unbroadcast`` read it, so no consumer can run without the checks."""
+    return guard.tied(delta)
 
 
 def broadcast_backprop_conditions(guard: Guard, bound: Bound, data_shape: str, delta_shape: str,

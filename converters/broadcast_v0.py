@@ -15,13 +15,13 @@ from onnx_bcast.ops.broadcast_v0 import broadcast_v0_shape, like_axes
 
 def _unsqueeze_expand(emit: Emitter, data: str, axes: list[int], shape: str | None, needs_expand: bool, output: str,
                       static_out: tuple[int, ...] | None, checked: str | None = None) -> None:
-    """``Expand(Unsqueeze(data, axes), shape)`` without the parts that change nothing. ``checked``: the output shape
-    after the run-time checks, which then is ``Expand``'s shape, or a ``Reshape``'s where no axis replicates."""
+    """``Expand(Unsqueeze(data, axes), shape)`` without the parts that change nothing. ``checked``: after the
+    run-time checks, ``Expand``'s shape, or where no axis replicates, the checked data itself."""
     if checked is not None:
         if not needs_expand:
-            emit.reshape(emit.unsqueeze(data, axes) if axes else data, checked, output)
-            return
-        shape = checked
+            data = checked
+        else:
+            shape = checked
     if not axes and not needs_expand:
         emit.identity(data, output)
         return
@@ -95,7 +95,7 @@ class BroadcastV0Rule:
             required = emit.const_i64([d for i, d in enumerate(shape) if i not in set(axes)], "required_shape")
             checked = checked_against_shape(emit, bound, bound.inputs[0], required,
                                             "arg's shape must equal shape without broadcast_axes",
-                                            target if needs_expand else emit.const_i64(shape, "shape"))
+                                            target if needs_expand else None)
         _unsqueeze_expand(emit, bound.inputs[0], axes, target, needs_expand, bound.output, shape, checked)
 
 
@@ -160,7 +160,7 @@ class BroadcastLikeV0Rule:
                     if axes else like
             checked = checked_against_shape(emit, bound, bound.inputs[0], required,
                                             "arg's shape must equal like_arg's shape without the broadcast axes",
-                                            target if needs_expand else like)
+                                            target if needs_expand else None)
         _unsqueeze_expand(emit, bound.inputs[0], axes, target, needs_expand, bound.output, like_shape, checked)
 
 

@@ -1,17 +1,18 @@
 """Run-time guards: SPEC §2's errors that the converter cannot prove absent, checked in standard ONNX.
 
-All conditions of a node together become ``ConstantOfShape([ok - 1])``: empty when they hold, a negative size
-(the run fails) otherwise. Its ``ReduceSum`` is the *token*, ``[0]``, which is added to a shape the data path needs
-(``Expand``'s target, a ``Reshape``'s shape): the values and the length stay as they were (so the rank stays
-static for runtimes that need it), no optimizer can prune the check, and the data is never copied. The failing
-node is named ``<our node>/guard: <its rules>``, which ONNX Runtime quotes in its error.
+All conditions of a node together become ``Expand([0, 0, 0], [2 + ok])`` (``Emitter.check_token``): it runs when
+they hold and fails the run otherwise. Its ``ReduceSum`` is the *token*, ``[0]``, which is added to an ``Expand``
+target the data path needs (the rule's own, or ``Expand(x, Shape(x) + token)``): the values and the length stay as
+they were (so the rank stays static for runtimes that need it), and no optimizer can prune or fold the check
+without evaluating it. The failing node is named ``<our node>/guard: <its rules>``, which runtimes quote.
 """
 
 from __future__ import annotations
 
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from onnx_bcast.binding import Bound
+from onnx_bcast.converters.guard_facts import GuardFacts
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.ops.common import MAX_RANK
 
@@ -58,24 +59,58 @@ class Guard:
     def no_negative_dims(self, target: str) -> None:
         self.require(self.at_least(target, self.i64(0)), "no target dimension may be negative")
 
-    def token(self) -> str:
-        """``[0]`` (int64), computed only when every condition held: the run fails otherwise.
+    def settle(self) -> None:
+        """Each condition judged on what is known before the run (``GuardFacts``): proven ones are dropped (their
+        nodes are pruned when the rule is done), a disproven one fails the conversion, the open ones stay."""
+        facts = GuardFacts(self.emit.nodes, self.emit.known_constants, self.bound)
+        kept = []
+        for condition, rule in self.conditions:
+            verdict = facts.verdict(condition)
+            if verdict is False:
+                raise self.bound.fail(f"{rule}; {known_shapes(self.bound)}")
+            if verdict is None:
+                kept.append((condition, rule))
+        self.conditions = kept
 
-        One check per node (a few nodes, whatever the number of conditions): its name lists the node's rules.
+    def token(self) -> str:
+        """``[0]`` (int64), computed only when every open condition held: the run fails otherwise.
+
+        One check per node (a few nodes, whatever the number of conditions): its name lists the rules it checks.
         """
         flags = [self.emit.cast(condition, TensorProto.INT64) for condition, _ in self.conditions]
-        lowest = self.op("ReduceMin", self.op("Concat", self.i64(1), *flags, axis=0), keepdims=1)
         rules = "; ".join(dict.fromkeys(rule for _, rule in self.conditions))
-        empty = self.emit.named("ConstantOfShape", [self.op("Sub", lowest, self.i64(1))],
-                                f"{self.bound.label}/guard: {rules}", value=_ZERO)
-        return self.op("ReduceSum", empty, keepdims=1)
+        return self.emit.check_token(flags, f"{self.bound.label}/guard: {rules}")
 
     def tie(self, shape: str) -> str:
-        """``shape`` itself (plus the token's 0), available only after every check passed."""
+        """``shape`` itself (plus the token's 0), available only after every open check passed."""
+        self.settle()
         return self.op("Add", shape, self.token()) if self.conditions else shape
 
+    def tied(self, x: str, shape: str | None = None) -> str:
+        """``x`` itself, available only after every open check passed (``Emitter.tied``); ``shape``: its ``Shape``."""
+        self.settle()
+        if not self.conditions:
+            return x
+        return self.emit.tied(x, shape or self.emit.shape(x), self.token())
 
-_ZERO = helper.make_tensor("zero", TensorProto.INT64, [1], [0])
+
+def known_shapes(bound: Bound) -> str:
+    """The inputs' shapes as known before the run, ``?`` for an unknown dim, e.g. ``A (?, 3), B (2,)``."""
+    parts = []
+    for formal, name, dims in zip(bound.spec.inputs, bound.inputs, bound.shapes, strict=True):
+        if not name or formal.type_param == "T_SHAPE":
+            i = bound.inputs.index(name) if name else None
+            values = bound.ints(i) if i is not None else None
+            length = bound.length(i) if i is not None else None
+            if values is not None:
+                parts.append(f"{formal.name} {list(values)}")
+            elif length is not None:
+                parts.append(f"{formal.name} [{', '.join('?' * length)}]")
+            continue
+        shown = "rank unknown" if dims is None else "(" + ", ".join("?" if d is None else str(d) for d in dims) + \
+            ("," if len(dims) == 1 else "") + ")"
+        parts.append(f"{formal.name} {shown}")
+    return "statically: " + ", ".join(parts)
 
 
 def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: str | None = None) -> str:
@@ -147,18 +182,20 @@ def _explicit(guard: Guard, bound: Bound, d: str, target: str, big_r: str, axes:
     guard.require(fits, "explicit: each data dim must be 1 or equal its mapped target dim")
 
 
-def checked_against_shape(emit: Emitter, bound: Bound, x: str, expected: str, rule: str, tie_to: str) -> str:
-    """``tie_to`` after a check that ``x``'s shape equals ``expected`` exactly (rank and dims)."""
+def checked_against_shape(emit: Emitter, bound: Bound, x: str, expected: str, rule: str,
+                          tie_to: str | None = None) -> str:
+    """After a check that ``x``'s shape equals ``expected`` exactly (rank and dims): ``tie_to`` (an ``Expand``
+    target), or where there is none, ``x`` itself (``Guard.tied``)."""
     guard = Guard(emit, bound)
     actual = emit.shape(x)
     guard.require(guard.op("Equal", guard.length(actual), guard.length(expected)), rule)
     guard.require(guard.op("Equal", actual, expected), rule)
-    return guard.tie(tie_to)
+    return guard.tie(tie_to) if tie_to is not None else guard.tied(x, actual)
 
 
 def checked_b(emit: Emitter, bound: Bound, a: str, b: str) -> str:
     """B (already aligned to A's rank for pdpd) after the checks of its rule (ranks at most 64 for every rule; the
-    shapes for ``none``/``pdpd``): a ``Reshape`` to itself."""
+    shapes for ``none``/``pdpd``), tied into the data path (``Guard.tied``)."""
     guard = Guard(emit, bound)
     sa, sb = emit.shape(a), emit.shape(b)
     limit = guard.i64(MAX_RANK)
@@ -174,4 +211,4 @@ def checked_b(emit: Emitter, bound: Bound, a: str, b: str) -> str:
         a_tail = guard.slice(sa, guard.op("Sub", ra, guard.length(sb)), ra)
         fits = guard.op("Or", guard.op("Equal", sb, guard.i64(1)), guard.op("Equal", sb, a_tail))
         guard.require(fits, "pdpd: each B dim must be 1 or equal the A dim it meets (the output is A's shape)")
-    return emit.reshape(b, guard.tie(sb))
+    return guard.tied(b, sb)

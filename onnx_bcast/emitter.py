@@ -40,6 +40,8 @@ class Emitter:
         self.elision: ExpandElision | None = None  # set where an Expand may be left out (standard ONNX)
         self.constants: dict[tuple[int, ...], str] | None = None  # int64 constants shared within one graph
         self.final_name_used = False
+        self.known_constants: dict[str, tuple[int, ...]] = {}  # the int64 constants asked for, by name
+        self.roots: set[str] = set()  # values the graph reads besides the node's outputs (Expand elision's sources)
 
     @property
     def allowzero(self) -> bool:
@@ -85,8 +87,11 @@ class Emitter:
         """An int64 1-D constant: an initializer in graphs, a Constant node in functions."""
         key = values if type(values) is tuple else tuple(int(v) for v in values)  # (a replay's key is made so)
         if self.allow_initializers and self.constants is not None and key in self.constants:
-            return self.constants[key]
+            name = self.constants[key]
+            self.known_constants[name] = key
+            return name
         name = self.names(f"{self.node_name}_{hint}")
+        self.known_constants[name] = key
         tensor = numpy_helper.from_array(np.asarray(key, dtype=np.int64).reshape(-1), name)
         if self.allow_initializers:
             self.initializers.append(tensor)
@@ -96,6 +101,32 @@ class Emitter:
         self.nodes.append(make_node("Constant", [], [name], name=self.names(f"{self.node_name}/Constant"),
                                     doc_string=self.doc, value=tensor))
         return name
+
+    def prune(self, outputs: Sequence[str]) -> None:
+        """Only the nodes that ``outputs`` (and the values Expand elision rewired to) need are kept, e.g. not the
+        checks that a guard proved statically; then ``prune_initializers``."""
+        live = set(outputs) | self.roots
+        kept: list[NodeProto] = []
+        for node in reversed(self.nodes):
+            if any(out in live for out in node.output):
+                kept.append(node)
+                live.update(node.input)
+        if len(kept) != len(self.nodes):
+            self.nodes = kept[::-1]
+            self.reads = {name for node in self.nodes for name in node.input}
+        self.prune_initializers()
+
+    def prune_initializers(self) -> None:
+        """The constants this node made that no node of it reads are dropped (and forgotten by the graph's shared
+        ones, so that no later node refers to them)."""
+        unused = [t for t in self.initializers if t.name not in self.reads]
+        if not unused:
+            return
+        names = {t.name for t in unused}
+        self.initializers = [t for t in self.initializers if t.name not in names]
+        if self.constants is not None:
+            for key in [k for k, name in self.constants.items() if name in names]:
+                del self.constants[key]
 
     # -- op forms --------------------------------------------------------------------------------------------
     def identity(self, x: str, output: str) -> str:
@@ -128,6 +159,7 @@ class Emitter:
             self.elision.dropped.add(output)  # its value info, if any, gave the expanded shape
             return output
         self.elision.rewire(output, x)
+        self.roots.add(x)
         return x
 
     def slice_to(self, x: str, ends: Sequence[int], output: str | None = None) -> str:
@@ -200,15 +232,39 @@ class Emitter:
         return self._node("Reshape", [x, shape], output)
 
     def rank_checked(self, x: str, limit: int = MAX_RANK) -> str:
-        """``x`` itself (a ``Reshape`` to its own shape), after a check that fails the run when its rank is over
-        ``limit``: ``ConstantOfShape([limit - rank])`` cannot take a negative size."""
-        self.require(9, "a run-time rank check (ConstantOfShape)")
+        """``x`` itself after a check that fails the run when its rank is over ``limit`` (``checked``)."""
+        self.require(9, "a run-time rank check")
         shape = self.shape(x)
-        room = self.standard("Sub", [self.const_i64([limit], "rank_limit"), self.shape(shape)])
-        zero = helper.make_tensor("zero", TensorProto.INT64, [1], [0])
-        pad = self.named("ConstantOfShape", [room], f"{self.node_name}/guard: ranks are at most {limit}", value=zero)
-        nothing = self.slice_to(pad, [0])
-        return self._node("Reshape", [x, self.standard("Concat", [shape, nothing], axis=0)], None)
+        over = self.standard("Greater", [self.shape(shape), self.const_i64([limit], "rank_limit")])
+        token = self.check_token([self.cast(self.standard("Not", [over]), TensorProto.INT64)],
+                                 f"{self.node_name}/guard: ranks are at most {limit}")
+        return self.tied(x, shape, token)
+
+    def check_token(self, flags: Sequence[str], name: str) -> str:
+        """``[0]`` (int64), computed only when every flag (an int64 tensor of 0s and 1s) is all 1s.
+
+        With ``ok = min(1, flags...)``, the node ``name`` is ``Expand([ok - 1] * 3, [2 + ok])``: three values cannot
+        take the shape [2], so the run fails in every runtime unless ok is 1, and the sum of its output is the
+        token. No size can be negative (OpenVINO's reader refuses a ``ConstantOfShape`` that could be), the data is
+        computed at run time (OpenVINO's CPU plugin does not check an ``Expand`` of a constant), and nothing short
+        of evaluating the flags tells an optimizer the token's value.
+        """
+        lowest = self.standard("ReduceMin", [self.standard("Concat", [self.const_i64([1], "one"), *flags], axis=0)],
+                               keepdims=1)
+        zero = self.standard("Sub", [lowest, self.const_i64([1], "one")])
+        size = self.standard("Add", [lowest, self.const_i64([2], "two")])
+        probe = self.named("Expand", [self.standard("Concat", [zero, zero, zero], axis=0), size], name)
+        return self.standard("ReduceSum", [probe], keepdims=1)
+
+    def tied(self, x: str, shape: str, token: str) -> str:
+        """``x`` (whose shape is ``shape``) after a check: ``Expand(x, shape + token)``, the same values for a
+        token of ``[0]``; the data path reads it, so no pass can remove the check without changing the output.
+
+        Not a ``Reshape`` to itself, which is free but which optimizers rewrite to a constant shape whenever the
+        output has at most one unknown dim (onnxscript's ``MaterializeReshapeShape``; OpenVINO drops 1-D ones).
+        """
+        self.require(8, "Expand")
+        return self._node("Expand", [x, self.standard("Add", [shape, token])], None)
 
     def cast(self, x: str, to: int, output: str | None = None) -> str:
         return self._node("Cast", [x], output, to=to)

@@ -23,7 +23,7 @@ from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.replay import Replays
 from onnx_bcast.static_facts import StaticFacts
 from onnx_bcast.survey import survey_nodes, walked_node_lists
-from onnx_bcast.working_copy import working_copy
+from onnx_bcast.working_copy import restore_outputs, set_claims_aside, working_copy
 
 if TYPE_CHECKING:
     from onnx_bcast.converters.expand_elision import ExpandElision
@@ -98,6 +98,7 @@ def bind_model(model: ModelProto, rule_set: RuleSet) -> list[Bound]:
     """Every node of ours bound and checked against ``rule_set``, nothing rewritten (``onnx-bcast check``)."""
     schemas.register()
     copy = working_copy(model, None, rule_set.inline_functions, rule_set.default_opset)
+    set_claims_aside(copy)
     lists = list(node_lists(copy))
     declared = survey_nodes(lists, NameGenerator()).declared
     with labelled(declared):
@@ -143,6 +144,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
            ) -> Lowered:
     schemas.register()
     copy = working_copy(model, opset, inline or rule_set.inline_functions, rule_set.default_opset)
+    declared_outputs = set_claims_aside(copy)
     lists = walked_node_lists(copy)
     names = NameGenerator()
     survey = survey_nodes(lists, names)
@@ -186,6 +188,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
             emit.elision, emit.constants = elision, constants
             if not replays.rewrite(rule, bound, emit):
                 rule.rewrite(emit, bound)
+                emit.prune(bound.outputs)
             read |= emit.reads
             replacements[index] = emit.nodes
             done += 1
@@ -202,4 +205,5 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
             read |= elision.sources
     freed.discard("")
     finish_model(copy, freed, domains, model_opset, None if nested else read)
+    restore_outputs(copy, declared_outputs)
     return result

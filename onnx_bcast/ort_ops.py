@@ -37,7 +37,6 @@ ERROR_SHAPE_MARK = 2  # the guarded status on failure is [ERROR_SHAPE_MARK, erro
 # would hand back an empty tensor on invalid input. Its registration requires this attribute, which no model has:
 # ORT refuses such a model when the session is made, quoting the name, which says what to do instead.
 REFUSAL_ATTR = "run_onnx_bcast_prepare_on_this_model_first"
-_STATUS_OK = np.ones((1,), dtype=np.int64)
 
 logger = logging.getLogger("onnx_bcast.ort")
 _I64 = PyCustomOpDef.dt_int64
@@ -112,11 +111,12 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
         except BaseException as exc:  # an exception here would abort the process: never let one through
             error_id = _record(spec.name, str(spec.mode_of(attrs)), attrs, exc, spec.mode_attr)
             empties = (np.zeros((0,), dtype=empty_dtype(inputs[0])),) * len(spec.outputs)
-            if guarded:
-                return (*empties, np.array([ERROR_SHAPE_MARK, error_id], dtype=np.int64))
+            if guarded:  # each output's status: a shape its empty stand-in cannot take
+                return (*empties, *[np.array([ERROR_SHAPE_MARK, error_id], dtype=np.int64)] * len(empties))
             return empties if several else empties[0]
-        if guarded:
-            return (*out, _STATUS_OK) if several else (out, _STATUS_OK)
+        if guarded:  # each output's status: its own shape, which the Reshape after the kernel takes
+            outs = out if several else (out,)
+            return (*outs, *[np.asarray(np.shape(o), dtype=np.int64) for o in outs])
         return out
     kernel.__name__ = f"{spec.name}_{'guarded' if guarded else 'public'}_kernel"
     return kernel
@@ -159,7 +159,7 @@ def _declare(domain: str, spec: OpSpec, guarded: bool) -> None:
         inputs = [_I64 if formal.type_param == "T_SHAPE" or (guarded and formal.shape_only)
                   else dt if formal.shape_only else next(value_types) for formal in spec.inputs]
         out = PyCustomOpDef.dt_bool if boolean_out else dt
-        outputs = [out] * len(spec.outputs) + ([_I64] if guarded else [])
+        outputs = [out] * len(spec.outputs) + ([_I64] * len(spec.outputs) if guarded else [])
         ort_marshal.declare(f"{domain}::{spec.name}", inputs, outputs, attrs,
                             _kernel(spec, guarded, lambda x, b=boolean_out: np.bool_ if b else x.dtype))
 

@@ -26,10 +26,12 @@ def _limit_attr(max_output_bytes: int | None) -> int:
 
 
 class GuardedKernel:
-    """``Op(x, s, a) -> Op<onnx_bcast.ort>(x, int64(s), int64(a)) -> (y..., status)`` and ``Reshape([0], status)``.
+    """``Op(x, s, a) -> Op<onnx_bcast.ort>(x, int64(s), int64(a)) -> (y..., status...)``, then ``Reshape(y, status)``.
 
-    The status is ``[1]``, or ``[2, error id]`` when the kernel failed, which the ``Reshape`` beside the data path
-    cannot take: ORT fails the run cleanly and ``InferenceSession`` raises the recorded error. List attributes
+    Each output's status is its own shape, or ``[2, error id]`` when the kernel failed, which the empty stand-in
+    cannot take: the ``Reshape`` on the data path (free in ORT) fails the run right after the failed kernel, so no
+    later node sees the stand-in, no optimizer can drop the check, and ``InferenceSession`` raises the recorded
+    error. List attributes
     travel as int64 constant inputs, a shape-only input (``like_arg``) as its ``Shape``. A value of a type the
     bridge cannot carry travels as the type that holds it exactly (float16/float8 as float32, int4 as int8:
     ``Cast`` there and back), and a value of unknown rank first passes a check that its rank is at most 64.
@@ -54,10 +56,11 @@ class GuardedKernel:
             if formal.shape_only:
                 operands.append(emit.shape(name))
             elif formal.type_param != "T_SHAPE":
-                value = emit.rank_checked(name) if bound.rank(i) is None else name
                 elem = bound.types[i]
                 carrier = carrier_type(elem) if elem is not None else None
-                operands.append(emit.cast(value, carrier) if carrier is not None and carrier != elem else value)
+                value = emit.cast(name, carrier) if carrier is not None and carrier != elem else name
+                # the check is an Expand of the value: on the carried type, which ORT's Expand takes (bfloat16 not)
+                operands.append(emit.rank_checked(value) if bound.rank(i) is None else value)
             elif name:
                 operands.append(name if bound.is_int64(i) else emit.cast_i64(name))
             else:  # the ORT form of a list attribute (``shape_input`` carries ``shape``), else empty
@@ -73,15 +76,17 @@ class GuardedKernel:
         out_type = bound.types[0] if bound.spec.output_type_param == bound.spec.inputs[0].type_param else None
         carrier = carrier_type(out_type) if out_type is not None else None
         cast_back = carrier is not None and carrier != out_type
-        raws = [emit.names(f"{bound.label}_carried") if cast_back else out for out in bound.outputs]
+        n = len(bound.outputs)
+        raws = [emit.names(f"{bound.label}_raw") for _ in bound.outputs]
         scalar_attrs = {a.name: bound.attrs[a.name] for a in bound.spec.attrs if a.kind != "ints"}
-        *_, status = emit.custom(self.op, GUARDED_DOMAIN, self._operands(emit, bound), [*raws, None],
-                                 op=self.op, node=bound.label, quiet=self.quiet,
-                                 max_output_bytes=_limit_attr(self.max_output_bytes), **scalar_attrs)
-        emit.standard("Reshape", [emit.const_i64([0], "guard_one"), status])
-        if cast_back:
-            for raw, out in zip(raws, bound.outputs, strict=True):
-                emit.cast(raw, out_type, out)
+        results = emit.custom(self.op, GUARDED_DOMAIN, self._operands(emit, bound), [*raws, *[None] * n],
+                              op=self.op, node=bound.label, quiet=self.quiet,
+                              max_output_bytes=_limit_attr(self.max_output_bytes), **scalar_attrs)
+        for raw, status, out in zip(raws, results[n:], bound.outputs, strict=True):
+            if cast_back:
+                emit.cast(emit.reshape(raw, status), out_type, out)
+            else:
+                emit.reshape(raw, status, out)
 
 
 class CheckedElementwise:

@@ -126,6 +126,7 @@ class _RecordingEmitter(Emitter):
             self.template.requests.append(("const", key, hint))
             slot = self.const_slots[key] = _slot(self.slot_names.next)
             self.slot_names.next += 1
+        self.known_constants[slot] = key
         return slot
 
 
@@ -170,6 +171,7 @@ def _record(rule: Rule, bound: Bound, emit: Emitter, names: list[str]) -> _Templ
         recorder.elision = _Elision(template, emit.elision, dict(zip(slots, names, strict=True)))
     try:
         rule.rewrite(recorder, placeholder)
+        recorder.prune(placeholder.outputs)
     except Exception:  # noqa: BLE001 - the rule runs on the real node instead, and says what is wrong there
         return None
     for node in recorder.nodes:
@@ -210,4 +212,5 @@ def _replay(template: _Template, bound: Bound, emit: Emitter, names: list[str]) 
             elision.dropped.add(_fill(output, values))
         else:
             elision.rewire(_fill(output, values), _fill(source, values))
+    emit.prune_initializers()  # the constants of checks proven statically (their nodes were never recorded)
     return True

@@ -115,7 +115,7 @@ def _memo_output_shapes(spec_name: str, attrs: tuple, shapes: tuple, values: tup
 
 
 def _infer_guarded(spec: OpSpec):
-    """A guarded kernel's outputs: the op's output type, shape left to run time; the int64 status."""
+    """A guarded kernel's outputs: the op's output type, shape left to run time; an int64 status per output."""
     boolean = spec.output_type_param != spec.inputs[0].type_param
 
     count = len(spec.outputs)
@@ -124,8 +124,8 @@ def _infer_guarded(spec: OpSpec):
         elem = onnx.TensorProto.BOOL if boolean else ctx.get_input_type(0).tensor_type.elem_type
         for i in range(count):
             ctx.set_output_type(i, _type_proto(elem, None))
-        if ctx.get_num_outputs() > count:
-            ctx.set_output_type(count, _type_proto(onnx.TensorProto.INT64, (None,)))
+        for i in range(count, ctx.get_num_outputs()):
+            ctx.set_output_type(i, _type_proto(onnx.TensorProto.INT64, (None,)))
     return infer
 
 
@@ -184,7 +184,8 @@ def _schema(spec: OpSpec, domain: str, guarded: bool) -> OpSchema:
     constraints = [(name, list(types), "") for name, types in spec.type_constraints]
     attributes = [_attribute(a.name, a.kind, a.default, a.doc) for a in spec.attrs]
     if guarded:
-        outputs.append(OpSchema.FormalParameter("output_shape", "tensor(int64)", "[1], or [2, error id] on failure"))
+        outputs += [OpSchema.FormalParameter(f"{name}_status", "tensor(int64)", f"{name}'s shape, or [2, error id] "
+                                             "on failure") for name in spec.outputs]
         used = {i.type_param for i, cast in zip(spec.inputs, as_int64, strict=True) if not cast}
         constraints = [c for c in constraints if c[0] in used or c[0] == spec.output_type_param]
         attributes = [OpSchema.Attribute(a.name, _ATTR_TYPES[a.kind], a.doc, required=False) for a in spec.attrs]

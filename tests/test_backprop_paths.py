@@ -239,6 +239,8 @@ def test_invalid_case_fails(case: BpCase, variant: str, runner: str, request: py
     if runner not in RAISES_OURS and variant == "dynamic_delta":
         # convert() refused the model: delta's dims were unknown then, so its message cannot hold the run-time shapes
         words = tuple(w for w in words if not w.startswith("("))
+    if runner not in RAISES_OURS and "statically:" in message:
+        words = ()  # convert() disproved a guard's rule from ranks and constants: the rule's words, not the kernel's
     for word in (case.head, *words, f"'{node_name(case)}'"):
         assert word in message, f"{word!r} not in {message!r}"
 

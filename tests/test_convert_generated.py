@@ -574,9 +574,8 @@ def test_conversion_preserves_the_rest_of_the_model() -> None:
     assert converted.graph.doc_string == "graph doc" and converted.graph.name == model.graph.name
     assert [(p.key, p.value) for p in converted.metadata_props] == [(p.key, p.value) for p in model.metadata_props]
     assert converted.graph.input == model.graph.input and converted.graph.output == model.graph.output
-    value_info = {v.name: v for v in converted.graph.value_info}
-    for v in model.graph.value_info:
-        assert value_info.get(v.name) == v, v.name
+    # value_info is a claim that may be stale (issue 18): dropped, never trusted (README: What is known)
+    assert not converted.graph.value_info
     kept = {t.name: t for t in converted.graph.initializer}
     for name in ("two", "unused"):  # read by a standard node, and read by nothing
         assert kept.get(name) == next(t for t in model.graph.initializer if t.name == name), name

@@ -37,7 +37,7 @@ EXAMPLES = {
     "pdpd_output_is_a": ("Add", {"auto_broadcast": "pdpd", "axis": 0},
                          {"A": np.zeros((1, 3), F32), "B": np.zeros((4,), F32)}),
     "none_needs_equal_shapes": ("Add", {"auto_broadcast": "none"},
-                                {"A": np.zeros((2, 3), F32), "B": np.zeros((3,), F32)}),
+                                {"A": np.zeros((2, 3), F32), "B": np.zeros((2, 4), F32)}),
 }
 
 

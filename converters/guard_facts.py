@@ -1,0 +1,178 @@
+"""What a guard's conditions are before the run: each one proven, disproven or open, per element.
+
+The conditions are the nodes a rule emitted (``Shape``, ``Slice``, ``Equal``, ...). They are evaluated here over
+what the runtime enforces: the node's constant inputs, the dims of its inputs that shape inference derives from
+fixed graph-input dims, and ranks. An unknown dim of input ``x`` at axis ``k`` is the symbol ``(x, k)``: equal to
+itself, and to nothing else (a ``dim_param`` shared by two graph inputs proves nothing: ONNX Runtime does not
+check it). Values are tuples of ints, bools, symbols or None (unknown); a whole value may be None (unknown length).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from onnx import NodeProto, helper
+
+from onnx_bcast.binding import Bound
+
+Element = int | bool | tuple | None  # a tuple is a symbol (input name, axis)
+Value = tuple[Element, ...] | None
+
+
+def _known(e: Element) -> bool:
+    return e is not None and not isinstance(e, tuple)
+
+
+def _equal(a: Element, b: Element) -> Element:
+    if a is None or b is None:
+        return None
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return True if a == b else None  # one symbol is one dim; two may be equal or not
+    return a == b
+
+
+def _compare(op: Callable[[int, int], bool]) -> Callable[[Element, Element], Element]:
+    def compare(a: Element, b: Element) -> Element:
+        return op(a, b) if _known(a) and _known(b) else None
+    return compare
+
+
+def _arith(op: Callable[[int, int], int]) -> Callable[[Element, Element], Element]:
+    def arith(a: Element, b: Element) -> Element:
+        return int(op(a, b)) if _known(a) and _known(b) else None
+    return arith
+
+
+def _or(a: Element, b: Element) -> Element:
+    if a is True or b is True:
+        return True
+    return False if a is False and b is False else None
+
+
+def _and(a: Element, b: Element) -> Element:
+    if a is False or b is False:
+        return False
+    return True if a is True and b is True else None
+
+
+_BINARY: dict[str, Callable[[Element, Element], Element]] = {
+    "Equal": _equal, "Less": _compare(lambda a, b: a < b), "Greater": _compare(lambda a, b: a > b),
+    "Or": _or, "And": _and, "Add": _arith(lambda a, b: a + b), "Sub": _arith(lambda a, b: a - b),
+}
+
+
+def _broadcast(a: Value, b: Value, op: Callable[[Element, Element], Element]) -> Value:
+    if a is None or b is None:
+        return None
+    if len(a) == len(b):
+        return tuple(op(x, y) for x, y in zip(a, b, strict=True))
+    if len(b) == 1:
+        return tuple(op(x, b[0]) for x in a)
+    if len(a) == 1:
+        return tuple(op(a[0], y) for y in b)
+    return None
+
+
+def _scalar(value: Value) -> int | None:
+    """The one known int of a one-element value."""
+    if value is not None and len(value) == 1 and _known(value[0]) and not isinstance(value[0], bool):
+        return int(value[0])
+    return None
+
+
+class GuardFacts:
+    """Partial evaluation of the values an emitter wrote, for one bound node."""
+
+    def __init__(self, nodes: Sequence[NodeProto], constants: dict[str, tuple[int, ...]], bound: Bound) -> None:
+        self._producer = {out: node for node in nodes for out in node.output}
+        self._constants = constants
+        self._bound = bound
+        self._inputs = {name: i for i, name in enumerate(bound.inputs) if name}
+        self._memo: dict[str, Value] = {}
+
+    def value(self, name: str) -> Value:
+        if name not in self._memo:
+            self._memo[name] = self._evaluate(name)
+        return self._memo[name]
+
+    def verdict(self, condition: str) -> bool | None:
+        """True: holds for every run; False: fails for every run that reaches it; None: open."""
+        value = self.value(condition)
+        if value is None:
+            return None
+        if any(e is False for e in value):
+            return False
+        return True if all(e is True for e in value) else None
+
+    def _evaluate(self, name: str) -> Value:
+        if name in self._constants:
+            return self._constants[name]
+        node = self._producer.get(name)
+        if node is None:
+            return self._input_value(name)
+        try:
+            return self._node_value(node)
+        except (IndexError, ValueError, TypeError):  # a form this evaluation does not model: open
+            return None
+
+    def _input_value(self, name: str) -> Value:
+        i = self._inputs.get(name)
+        if i is None:
+            return None
+        ints = self._bound.ints(i)
+        if ints is not None and self._bound.values[i] is not None and np.ndim(self._bound.values[i]) == 1:
+            return tuple(ints)
+        length = self._bound.length(i)
+        return None if length is None else (None,) * length
+
+    def _shape_of(self, name: str) -> Value:
+        i = self._inputs.get(name)
+        if i is not None:
+            dims = self._bound.shapes[i]
+            if dims is None:
+                return None
+            return tuple(int(d) if d is not None else (name, k) for k, d in enumerate(dims))
+        inner = self.value(name)  # a value of ours: its length is its shape
+        return None if inner is None else (len(inner),)
+
+    def _node_value(self, node: NodeProto) -> Value:
+        op, ins = node.op_type, [self.value(n) if n else None for n in node.input]
+        if op == "Shape" and not node.attribute:
+            return self._shape_of(node.input[0])
+        if op in _BINARY:
+            return _broadcast(ins[0], ins[1], _BINARY[op])
+        if op == "Not":
+            return None if ins[0] is None else tuple(None if e is None else not e for e in ins[0])
+        if op == "Neg":
+            return None if ins[0] is None else tuple(-e if _known(e) else None for e in ins[0])
+        if op == "Cast":
+            to = helper.get_attribute_value(node.attribute[0])
+            return ins[0] if to in (7, 9) else None  # int64 or bool: what the guards cast to
+        if op == "Identity":
+            return ins[0]
+        if op == "Concat":
+            return None if any(v is None for v in ins) else tuple(e for v in ins for e in v)
+        if op == "Gather":
+            indices = ins[1]
+            if ins[0] is None or indices is None or not all(_known(i) for i in indices):
+                return None
+            return tuple(ins[0][int(i)] for i in indices)
+        if op == "Slice" and len(ins) == 3:
+            return self._slice(ins[0], ins[1], ins[2])
+        if op == "Where":
+            cond, a, b = ins
+            if cond is None or a is None or b is None or len(cond) != 1 or len(a) != 1 or len(b) != 1:
+                return None
+            return (a[0] if cond[0] is True else b[0] if cond[0] is False else (a[0] if a[0] == b[0] else None),)
+        return None
+
+    @staticmethod
+    def _slice(data: Value, start: Value, end: Value) -> Value:
+        begin, stop = _scalar(start), _scalar(end)
+        if data is None or begin is None or stop is None:
+            return None
+        n = len(data)
+        begin = max(0, min(n, begin + n if begin < 0 else begin))
+        stop = max(0, min(n, stop + n if stop < 0 else stop))
+        return data[begin:stop]

@@ -1,0 +1,223 @@
+"""Guards on models shaped like real exports (issue 18): claims prove nothing, checks stay on the data path, the
+node that failed first is the one named, and checks that cannot fail are not emitted.
+
+Verdicts come from SPEC §2 as the case table's numpy oracle writes it, values from numpy formulas written here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+from onnx.tools.update_model_dims import update_inputs_outputs_dims
+
+import onnx_bcast
+from tests import tool_pipelines as tools
+from tests.case_table import INVALID_CASES, Case
+from tests.test_case_table import case_feeds, case_model, output_names
+
+F32 = np.float32
+OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)]
+
+
+def _model(nodes, inputs, outputs, initializers=(), value_info=()) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers), value_info=list(value_info))
+    return helper.make_model(graph, opset_imports=OPSETS, ir_version=10)
+
+
+def _i64(name: str, *values: int) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def _fails_everywhere(model: onnx.ModelProto, feeds: dict[str, np.ndarray], node: str) -> None:
+    """Both backends raise our error naming ``node``; the converted model fails in plain ORT and onnx.reference."""
+    for backend in ("numpy", "native"):
+        with pytest.raises(onnx_bcast.BroadcastError) as err:
+            onnx_bcast.InferenceSession(model, backend=backend).run(None, feeds)
+        assert f"'{node}'" in str(err.value), (backend, str(err.value))
+    converted = onnx_bcast.convert(model)
+    with pytest.raises(Exception):  # noqa: B017 - any failure: no value may come back
+        outputs = tools.ort_run(converted, feeds)
+        pytest.fail(f"plain ORT returned {[o.shape for o in outputs]}")
+    with pytest.raises(Exception):  # noqa: B017
+        ReferenceEvaluator(converted).run(None, feeds)
+
+
+# --- 1. a declared output shape is a claim --------------------------------------------------------------------------
+
+def test_declared_output_shape_keeps_the_check() -> None:
+    """Broadcast<numpy>(x[N], [2, 1]) declared [2, 1]: x of shape (3,) must fail (numpy: 3 cannot meet 1)."""
+    node = helper.make_node("Broadcast", ["x", "t"], ["y"], domain="onnx_bcast", name="b", mode="numpy")
+    model = _model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1])], [_i64("t", 2, 1)])
+    _fails_everywhere(model, {"x": np.ones(3, F32)}, "b")
+    ok = np.array([5.0], F32)  # and the valid input still runs, to the numpy formula's value
+    np.testing.assert_array_equal(tools.ort_run(onnx_bcast.convert(model), {"x": ok})[0], np.full((2, 1), 5.0, F32))
+    converted = onnx_bcast.convert(model)  # the declaration itself is kept: it is the model's interface
+    assert [d.dim_value for d in converted.graph.output[0].type.tensor_type.shape.dim] == [2, 1]
+
+
+def _claimed_shape(case: Case) -> list[int]:
+    """What an exporter would have declared: the target for a broadcast, A's shape for the others."""
+    if case.shape_input_count:
+        return [int(v) for v in case.inputs[1].reshape(-1)]
+    return list(case.inputs[0].shape)
+
+
+def _declared(case: Case) -> onnx.ModelProto:
+    model = case_model(case)  # shape-like inputs are constants
+    for value in model.graph.input:  # data dims symbolic: only the declaration tells a shape
+        for k, dim in enumerate(value.type.tensor_type.shape.dim):
+            dim.ClearField("dim_value")
+            dim.dim_param = f"{value.name}_{k}"
+    claim = [d for d in _claimed_shape(case) if d >= 0]
+    for output in model.graph.output:
+        claimed = helper.make_tensor_type_proto(TensorProto.FLOAT, claim).tensor_type.shape
+        output.type.tensor_type.shape.CopyFrom(claimed)
+    model.graph.value_info.extend(helper.make_tensor_value_info(f"{name}_claim", TensorProto.FLOAT, claim)
+                                  for name in output_names(case))
+    return model
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in INVALID_CASES])
+def test_declared_outputs_never_remove_a_check(case: Case) -> None:
+    """Every invalid case of the table, its output declared with the shape an exporter would claim: the converted
+    model fails (or the conversion does, proving the failure), in plain ORT at every level and in onnx.reference."""
+    model = _declared(case)
+    feeds = case_feeds(case)
+    try:
+        converted = onnx_bcast.convert(model)
+    except onnx_bcast.BroadcastError as err:
+        assert f"'{case.node_name}'" in str(err)
+        return
+    for level in tools.ORT_LEVELS:
+        with pytest.raises(Exception):  # noqa: B017
+            outputs = tools.ort_run(converted, feeds, level)
+            pytest.fail(f"{level} returned {[o.shape for o in outputs]}")
+
+
+# --- 2. stale value_info --------------------------------------------------------------------------------------------
+
+def test_stale_value_info_keeps_the_check() -> None:
+    """Exported static (1, 4), shapes inferred, then the batch dims freed with onnx's own tool: the value_info of the
+    intermediate stays (1, 4). Mul<none> of A (1, 4) and B (3, 4) must fail on every path."""
+    relu = helper.make_node("Relu", ["A"], ["r"], name="relu")
+    mul = helper.make_node("Mul", ["r", "B"], ["y"], domain="onnx_bcast", name="mul", auto_broadcast="none")
+    static = _model([relu, mul], [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4]) for n in "AB"],
+                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    onnx_bcast.schemas.register()
+    inferred = onnx.shape_inference.infer_shapes(static)
+    assert [v.name for v in inferred.graph.value_info] == ["r"]
+    model = update_inputs_outputs_dims(inferred, {"A": ["N", 4], "B": ["M", 4]}, {"y": ["N", 4]})
+    assert [d.dim_value for d in model.graph.value_info[0].type.tensor_type.shape.dim] == [1, 4]  # stale
+    a, b = np.ones((1, 4), F32), np.full((3, 4), 2.0, F32)
+    _fails_everywhere(model, {"A": a, "B": b}, "mul")
+    same = {"A": np.full((3, 4), -1.0, F32), "B": b}  # valid: relu(A) * B
+    for backend in ("numpy", "native"):
+        out = onnx_bcast.InferenceSession(model, backend=backend).run(None, same)[0]
+        np.testing.assert_array_equal(out, np.maximum(same["A"], 0) * b)
+
+
+# --- 4. prepare's check is on the data path -------------------------------------------------------------------------
+
+PREPARE_CASES = [c for c in INVALID_CASES if c.op in ("Broadcast", "BroadcastV0", "BroadcastBackprop", "Unbroadcast")]
+
+
+@pytest.mark.parametrize("optimizer", ["none", "onnxoptimizer", "onnxscript"])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in PREPARE_CASES])
+def test_prepared_model_fails_after_optimizers(case: Case, optimizer: str) -> None:
+    """``prepare``'s form in plain ORT with session_options(): a failed kernel stops the run, also after the
+    optimizers that delete outputs nothing reads (its status once was one)."""
+    model = case_model(case, runtime_shapes=True)
+    try:
+        prepared = onnx_bcast.prepare(model, quiet=True)
+    except onnx_bcast.BroadcastError as err:  # the attributes alone break the rule: nothing to run
+        assert f"'{case.node_name}'" in str(err)
+        return
+    if optimizer != "none":
+        pytest.importorskip(optimizer, reason=f"{optimizer} is not installed (pip install -e '.[tools]')")
+        optimize = tools.onnxoptimizer_optimize if optimizer == "onnxoptimizer" else tools.onnxscript_optimize
+        prepared = optimize(prepared)
+    options = onnx_bcast.session_options()
+    options.log_severity_level = 4
+    session = ort.InferenceSession(prepared.SerializeToString(), options, providers=tools.CPU)
+    with pytest.raises(Exception):  # noqa: B017
+        outputs = session.run(None, case_feeds(case, runtime_shapes=True))
+        pytest.fail(f"returned {[o.shape for o in outputs]}")
+
+
+# --- 5. the node that failed first is the one named -----------------------------------------------------------------
+
+def test_the_first_failing_node_is_named() -> None:
+    """Broadcast -> Relu -> Add<none>: when the Broadcast fails, no later node of ours may be blamed."""
+    nodes = [helper.make_node("Broadcast", ["x", "t"], ["b"], domain="onnx_bcast", name="first", mode="numpy"),
+             helper.make_node("Relu", ["b"], ["r"]),
+             helper.make_node("Add", ["r", "z"], ["y"], domain="onnx_bcast", name="second", auto_broadcast="none")]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, None]),
+                           helper.make_tensor_value_info("t", TensorProto.INT64, [2]),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, [None, None])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    feeds = {"x": np.ones((2, 3), F32), "t": np.array([2, 4], np.int64), "z": np.ones((2, 4), F32)}
+    for backend in ("numpy", "native"):
+        with pytest.raises(onnx_bcast.BroadcastError) as err:
+            onnx_bcast.InferenceSession(model, backend=backend).run(None, feeds)
+        message = str(err.value)
+        assert "'first'" in message and "'second'" not in message, (backend, message)
+        assert "(2, 3)" in message and "(0,)" not in message, (backend, message)
+
+
+# --- 9. checks that cannot fail are not emitted ---------------------------------------------------------------------
+
+def _counts(model: onnx.ModelProto, guards: bool) -> Counter:
+    return Counter(n.op_type for n in onnx_bcast.convert(model, guards=guards).graph.node)
+
+
+def _ew(mode: str, b_shape: list, **attrs) -> onnx.ModelProto:
+    node = helper.make_node("Add", ["A", "B"], ["y"], domain="onnx_bcast", auto_broadcast=mode, **attrs)
+    return _model([node], [helper.make_tensor_value_info("A", TensorProto.FLOAT, ["N", 32]),
+                           helper.make_tensor_value_info("B", TensorProto.FLOAT, b_shape)],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+
+
+def _matmul_bias() -> onnx.ModelProto:
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]),
+             helper.make_node("Add", ["m", "bias"], ["s"], domain="onnx_bcast", auto_broadcast="pdpd", axis=1),
+             helper.make_node("Relu", ["s"], ["y"])]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                  [numpy_helper.from_array(np.ones((8, 16), F32), "w"),
+                   numpy_helper.from_array(np.ones(16, F32), "bias")])
+
+
+PROVEN = {
+    "numpy_add": lambda: _ew("numpy", [32]),
+    "pdpd_add_axis_1": lambda: _ew("pdpd", [32], axis=1),
+    "matmul_pdpd_bias_relu": _matmul_bias,
+}
+
+
+@pytest.mark.parametrize("name", PROVEN)
+def test_valid_for_every_symbol_means_no_check(name: str) -> None:
+    """Models valid for every value of their symbols convert to exactly their guards=False nodes."""
+    model = PROVEN[name]()
+    assert _counts(model, True) == _counts(model, False)
+
+
+def test_open_condition_checks_only_itself() -> None:
+    """pdpd [N, 32] + [M] at axis 1: only B's dim against A's 32 is open; the rank limit is proven (ranks known),
+    so the check's name lists that one rule."""
+    converted = onnx_bcast.convert(_ew("pdpd", ["M"], axis=1))
+    guards = [n.name for n in converted.graph.node if "/guard: " in n.name]
+    assert len(guards) == 1 and "ranks are at most" not in guards[0] and "pdpd: each B dim" in guards[0], guards
+
+
+def test_statically_disproven_fails_the_conversion() -> None:
+    """none with ranks 2 and 1: no run can pass, so the conversion fails naming the node and the known shapes."""
+    with pytest.raises(onnx_bcast.BroadcastError) as err:
+        onnx_bcast.convert(_ew("none", ["M"]))
+    assert "Add(auto_broadcast=none)" in str(err.value) and "A (?, 32), B (?,)" in str(err.value)
