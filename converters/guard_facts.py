@@ -4,7 +4,9 @@ The conditions are the nodes a rule emitted (``Shape``, ``Slice``, ``Equal``, ..
 what the runtime enforces: the node's constant inputs, the dims of its inputs that shape inference derives from
 fixed graph-input dims, and ranks. An unknown dim of input ``x`` at axis ``k`` is the symbol ``(x, k)``: equal to
 itself, and to nothing else (a ``dim_param`` shared by two graph inputs proves nothing: ONNX Runtime does not
-check it). Values are tuples of ints, bools, symbols or None (unknown); a whole value may be None (unknown length).
+check it). A shape-like input computed from ``Shape`` upstream brings its elements (``shape_values``), so that a
+target ``Shape(f)`` meets ``f``'s own symbols. Values are tuples of ints, bools, symbols or None (unknown); a whole
+value may be None (unknown length).
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from onnx import NodeProto, helper
+from onnx import NodeProto, helper, numpy_helper
 
 from onnx_bcast.binding import Bound
 
-Element = int | bool | tuple | None  # a tuple is a symbol (input name, axis)
+Element = int | bool | tuple | None  # a tuple is a symbol (a value's name, axis): that dim's run-time size
 Value = tuple[Element, ...] | None
 
 
@@ -32,10 +34,14 @@ def _equal(a: Element, b: Element) -> Element:
     return a == b
 
 
-def _compare(op: Callable[[int, int], bool]) -> Callable[[Element, Element], Element]:
-    def compare(a: Element, b: Element) -> Element:
-        return op(a, b) if _known(a) and _known(b) else None
-    return compare
+def _less(a: Element, b: Element) -> Element:
+    if _known(a) and _known(b):
+        return a < b
+    if isinstance(a, tuple) and _known(b) and b <= 0:  # a symbol is a dim: never negative
+        return False
+    if isinstance(b, tuple) and _known(a) and a < 0:
+        return True
+    return False if isinstance(a, tuple) and a == b else None
 
 
 def _arith(op: Callable[[int, int], int]) -> Callable[[Element, Element], Element]:
@@ -57,7 +63,7 @@ def _and(a: Element, b: Element) -> Element:
 
 
 _BINARY: dict[str, Callable[[Element, Element], Element]] = {
-    "Equal": _equal, "Less": _compare(lambda a, b: a < b), "Greater": _compare(lambda a, b: a > b),
+    "Equal": _equal, "Less": _less, "Greater": lambda a, b: _less(b, a),
     "Or": _or, "And": _and, "Add": _arith(lambda a, b: a + b), "Sub": _arith(lambda a, b: a - b),
 }
 
@@ -89,6 +95,8 @@ class GuardFacts:
         self._constants = constants
         self._bound = bound
         self._inputs = {name: i for i, name in enumerate(bound.inputs) if name}
+        self._names = bound.fact_names or bound.inputs  # a replay's placeholders: the real names, for symbols
+        self._computed = bound.computed
         self._memo: dict[str, Value] = {}
 
     def value(self, name: str) -> Value:
@@ -123,17 +131,42 @@ class GuardFacts:
         ints = self._bound.ints(i)
         if ints is not None and self._bound.values[i] is not None and np.ndim(self._bound.values[i]) == 1:
             return tuple(ints)
+        if i < len(self._computed) and self._computed[i] is not None:
+            return self._computed[i]  # computed from Shape upstream: ints and symbols
         length = self._bound.length(i)
         return None if length is None else (None,) * length
 
     def _shape_of(self, name: str) -> Value:
         i = self._inputs.get(name)
         if i is not None:
+            if i < len(self._bound.derived_dims) and self._bound.derived_dims[i] is not None:
+                return self._bound.derived_dims[i]
             dims = self._bound.shapes[i]
             if dims is None:
                 return None
-            return tuple(int(d) if d is not None else (name, k) for k, d in enumerate(dims))
-        inner = self.value(name)  # a value of ours: its length is its shape
+            return tuple(int(d) if d is not None else (self._names[i], k) for k, d in enumerate(dims))
+        return self._emitted_shape(name)
+
+    def _emitted_shape(self, name: str) -> Value:
+        """The dims of a value the rule wrote: ``Unsqueeze``/``Squeeze`` of an input, a cast, or a 1-D value of ours."""
+        node = self._producer.get(name)
+        if node is not None and node.op_type in ("Unsqueeze", "Squeeze", "Cast", "Identity"):
+            source = self._shape_of(node.input[0])
+            if source is None or node.op_type in ("Cast", "Identity"):
+                return source
+            axes_attr = [a for a in node.attribute if a.name == "axes"]
+            axes = list(helper.get_attribute_value(axes_attr[0])) if axes_attr else \
+                list(self.value(node.input[1]) or ()) if len(node.input) > 1 else None
+            if axes is None or not all(_known(a) for a in axes):
+                return None
+            if node.op_type == "Squeeze":
+                drop = {int(a) % len(source) for a in axes}
+                return tuple(d for k, d in enumerate(source) if k not in drop)
+            dims, rank = list(source), len(source) + len(axes)
+            for a in sorted(int(a) % rank for a in axes):
+                dims.insert(a, 1)
+            return tuple(dims)
+        inner = self.value(name)  # a 1-D value of ours: its length is its shape
         return None if inner is None else (len(inner),)
 
     def _node_value(self, node: NodeProto) -> Value:
@@ -160,6 +193,12 @@ class GuardFacts:
             return tuple(ins[0][int(i)] for i in indices)
         if op == "Slice" and len(ins) == 3:
             return self._slice(ins[0], ins[1], ins[2])
+        if op == "ConstantOfShape":
+            fill = [a for a in node.attribute if a.name == "value"]
+            length = _scalar(ins[0])
+            if not fill or length is None or length > 64:
+                return None
+            return (int(numpy_helper.to_array(fill[0].t).reshape(-1)[0]),) * length
         if op == "Where":
             cond, a, b = ins
             if cond is None or a is None or b is None or len(cond) != 1 or len(a) != 1 or len(b) != 1:

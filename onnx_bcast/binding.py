@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,11 @@ class Bound(Declared):
     values: list[np.ndarray | None]  # per input: constant values
     out_shape: tuple[int, ...] | None  # the static output shape, validated
     in_function: bool
+    # set by the pass: per input, the elements a shape-like input is computed to (``shape_values``), else None;
+    # and the input names that the facts' symbols use
+    computed: list = field(default_factory=list)
+    fact_names: list[str] = field(default_factory=list)
+    derived_dims: list = field(default_factory=list)  # per input: dims with symbols of the values they come from
 
     def static_shape(self, i: int) -> tuple[int, ...] | None:
         """Input ``i``'s shape when every dim is known."""
@@ -94,7 +99,7 @@ def _bound(declared: Declared, shapes: list[Dims | None], types: list[int | None
     """``Bound(...)`` of a declared node: what it says of itself is taken as it is, not derived again."""
     bound = Bound.__new__(Bound)
     bound.__dict__.update(declared.__dict__, shapes=shapes, types=types, values=values, out_shape=out_shape,
-                          in_function=in_function)
+                          in_function=in_function, computed=[], fact_names=[], derived_dims=[])
     return bound
 
 

@@ -21,6 +21,7 @@ from onnx_bcast.lowered_model import finish_model, replace_nodes
 from onnx_bcast.model_walk import NameGenerator, node_lists, opset_version
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.replay import Replays
+from onnx_bcast.shape_values import ShapeValues
 from onnx_bcast.static_facts import StaticFacts
 from onnx_bcast.survey import survey_nodes, walked_node_lists
 from onnx_bcast.working_copy import restore_outputs, set_claims_aside, working_copy
@@ -80,11 +81,13 @@ class Lowered:
                 for (op, mode), count in sorted(self.rewritten.items())]
 
 
-def _bound_with_rule(declared: Declared, facts: StaticFacts, in_function: bool, rule_set: RuleSet) -> tuple[Bound,
-                                                                                                            Rule]:
+def _bound_with_rule(declared: Declared, facts: StaticFacts, in_function: bool, rule_set: RuleSet,
+                     shape_values: Callable[[], ShapeValues | None] | None = None) -> tuple[Bound, Rule]:
     try:
         rule = rule_set.rule_for(declared)
         bound = bind(declared, facts, in_function)
+        if shape_values is not None and not in_function:
+            computed_shapes(bound, shape_values)
         reason = rule.check(bound)
         if reason is not None:
             raise bound.fail(reason)
@@ -103,8 +106,55 @@ def bind_model(model: ModelProto, rule_set: RuleSet) -> list[Bound]:
     declared = survey_nodes(lists, NameGenerator()).declared
     with labelled(declared):
         facts = StaticFacts(copy, raise_broadcast_errors=True)
-    return [_bound_with_rule(d, facts, entry.in_function, rule_set)[0]
+    values = _shape_values(copy, facts, survey_nodes_redefined(lists))
+    return [_bound_with_rule(d, facts, entry.in_function, rule_set, values)[0]
             for entry, found in zip(lists, declared, strict=True) for _, d in found]
+
+
+def survey_nodes_redefined(lists: list) -> bool:
+    """Whether some value is defined twice (then no producer map is trusted)."""
+    outputs = [out for entry in lists if not entry.in_function for node in entry.container.node
+               for out in node.output if out]
+    return len(outputs) != len(set(outputs))
+
+
+def _shape_values(model: ModelProto, facts: StaticFacts, redefined: bool) -> Callable[[], ShapeValues | None]:
+    """A maker of the model's ``ShapeValues``, built on first use (most models never need it)."""
+    made: list[ShapeValues | None] = []
+
+    def make() -> ShapeValues | None:
+        if not made:
+            if redefined:
+                made.append(None)
+            else:
+                producers = {out: node for entry in node_lists(model) if not entry.in_function
+                             for node in entry.container.node for out in node.output if out}
+                made.append(ShapeValues(producers, facts.shapes.get, facts.values.get))
+        return made[0]
+    return make
+
+
+def computed_shapes(bound: Bound, shape_values: Callable[[], ShapeValues | None]) -> None:
+    """The elements of shape-like inputs that the graph computes from ``Shape`` (``ShapeValues``), where they are
+    not constants; and the names the facts' symbols use (the real inputs, also under a replay's placeholders)."""
+    bound.fact_names = list(bound.inputs)
+    computed: list = [None] * len(bound.inputs)
+    derived: list = [None] * len(bound.inputs)
+    for i, (formal, name) in enumerate(zip(bound.spec.inputs, bound.inputs, strict=True)):
+        shapes_unknown = bound.shapes[i] is None or None in bound.shapes[i]
+        if not name or (formal.type_param == "T_SHAPE" and bound.values[i] is not None) or \
+                (formal.type_param != "T_SHAPE" and not shapes_unknown):
+            continue
+        values = shape_values()
+        if values is None:
+            break
+        if formal.type_param == "T_SHAPE":
+            computed[i] = values(name)
+        else:  # an unknown dim may be another value's, followed through the ops that keep it
+            dims = values.dims(name)
+            if dims is not None and any(isinstance(d, tuple) and d[0] != name for d in dims):
+                derived[i] = dims
+    bound.computed, bound.derived_dims = computed, derived
 
 
 @contextlib.contextmanager
@@ -158,6 +208,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
         with labelled(declared):
             facts = StaticFacts(copy, raise_broadcast_errors=True, subgraphs=nested)
     model_opset = opset_version(list(copy.opset_import), "")
+    values = _shape_values(copy, facts, survey.redefined)
     domains: set[str] = set()
     freed: set[str] = set()
     read = set(survey.read)  # by the nodes that stay, and (below) by the new ones and where elision rewires
@@ -175,7 +226,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
             elision = rule_set.elision(entry.container, {d.output for _, d in found}, facts, inputs, nested)
         constants: dict[tuple[int, ...], str] = {}
         for index, decl in found:
-            bound, rule = _bound_with_rule(decl, facts, entry.in_function, rule_set)
+            bound, rule = _bound_with_rule(decl, facts, entry.in_function, rule_set, values)
             # each node's doc_string says where it came from (a viewer such as Netron shows it)
             how = hows.get(rule_key := (bound.op, bound.mode))
             if how is None:

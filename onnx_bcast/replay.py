@@ -145,6 +145,8 @@ class Replays:
         pattern = None if len(set(names)) == len(names) else tuple(names.index(n) for n in names)
         # rule sets outlive a pass; an unnamed node's final name is "", which the emitter does not set
         key = (id(rule), bound.signature, pattern, emit.opset, emit.elision is None, not emit.final_name)
+        if any(v is not None for v in (*bound.computed, *bound.derived_dims)):  # facts from the graph upstream,
+            key += (tuple(bound.computed), tuple(bound.derived_dims), tuple(bound.fact_names))  # not in the signature
         template = self._templates.get(key, False)
         if template is False:
             template = self._templates[key] = _record(rule, bound, emit, names)

@@ -1,4 +1,5 @@
-"""The values of shape-like tensors that the graph computes from ``Shape``: ints where known, else symbols.
+"""The values of shape-like tensors that the graph computes from ``Shape``, and the dims of values: ints where
+known, else symbols.
 
 A target such as ``Concat(Shape(f)[0:1], [8], Shape(f)[2:4])`` is not a constant, yet each of its elements is
 known: an int, or the symbol ``(f, k)`` for the run-time size of dim ``k`` of ``f`` (equal to itself only, and
@@ -21,8 +22,18 @@ Value = tuple[Element, ...] | None
 MAX_LENGTH = 64  # a shape-like value longer than any rank is not followed
 
 
+# ops whose output has their first input's shape whenever they run (unary, or with attributes only)
+SAME_SHAPE = frozenset({
+    "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cast", "Ceil", "Celu", "Cos", "Cosh", "Elu", "Erf",
+    "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Hardmax", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Log",
+    "LogSoftmax", "Mish", "Neg", "Not", "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin",
+    "Sinh", "Softmax", "Softplus", "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu",
+})
+OURS = "onnx_bcast"
+
+
 class ShapeValues:
-    """Element-wise values of shape-like tensors, by name, from the graph's producers."""
+    """Element-wise values of shape-like tensors, and the dims of values, by name, from the graph's producers."""
 
     def __init__(self, producers: dict[str, NodeProto], shape_of: Callable[[str], Dims | None],
                  constant_of: Callable[[str], np.ndarray | None]) -> None:
@@ -30,6 +41,37 @@ class ShapeValues:
         self._shape_of = shape_of
         self._constant_of = constant_of
         self._memo: dict[str, Value] = {}
+        self._dims_memo: dict[str, Value] = {}
+
+    def dims(self, name: str) -> Value:
+        """``name``'s dims: ints where inference knows them from fixed dims, else symbols. A symbol is the dim of
+        the value it was first read on, followed through ops that keep it whenever they run (unary ops, ``MatMul``,
+        our none/pdpd elementwise ops, whose output is A's shape or the run fails)."""
+        if name not in self._dims_memo:
+            self._dims_memo[name] = None  # a cycle reads as unknown
+            self._dims_memo[name] = self._derived_dims(name)
+        return self._dims_memo[name]
+
+    def _derived_dims(self, name: str) -> Value:
+        known = self._shape_of(name)
+        own: Value = None if known is None else tuple(int(d) if d is not None else (name, k)
+                                                      for k, d in enumerate(known))
+        node = self._producers.get(name)
+        if node is None or not node.input or node.output[0] != name:
+            return own
+        source: Value = None
+        if node.domain in ("", "ai.onnx") and node.op_type in SAME_SHAPE:
+            source = self.dims(node.input[0])
+        elif node.domain in ("", "ai.onnx") and node.op_type == "MatMul" and len(node.input) == 2:
+            a, b = self.dims(node.input[0]), self.dims(node.input[1])
+            if a is not None and b is not None and len(a) >= 2 and len(b) == 2:
+                source = (*a[:-1], b[-1])
+        elif node.domain == OURS and node.op_type in ELEMENTWISE_SHAPE_OF_A and _rule(node) in ("none", "pdpd"):
+            source = self.dims(node.input[0])
+        if source is None or own is None or len(source) != len(own):
+            return own
+        # inference's fixed dims stand; where it knows none, the source's dim (an int or a symbol) is this one
+        return tuple(o if isinstance(o, int) else s for o, s in zip(own, source, strict=True))
 
     def __call__(self, name: str) -> Value:
         if name not in self._memo:
@@ -55,10 +97,9 @@ class ShapeValues:
         op = node.op_type
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         if op == "Shape":
-            dims = self._shape_of(node.input[0])
-            if dims is None:
+            full = self.dims(node.input[0])
+            if full is None:
                 return None
-            full = tuple(int(d) if d is not None else (node.input[0], k) for k, d in enumerate(dims))
             start, end = attrs.get("start", 0), attrs.get("end", len(full))
             return full[slice(start, end)]
         if op == "Constant":
@@ -90,6 +131,18 @@ class ShapeValues:
         if op in ("Squeeze", "Unsqueeze"):
             return ins[0] if ins[0] is not None and len(ins[0]) == 1 else None
         return None
+
+
+ELEMENTWISE_SHAPE_OF_A = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Equal", "Less",
+                                    "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"})
+
+
+def _rule(node: NodeProto) -> str:
+    for attr in node.attribute:
+        if attr.name == "auto_broadcast":
+            rule = attr.s.decode().lower()
+            return "none" if rule == "explicit" else rule
+    return "numpy"
 
 
 def _clamped(start: int, end: int, n: int) -> tuple[int, int]:
