@@ -1,15 +1,14 @@
 """Run-time guards: SPEC §2's errors that the converter cannot prove absent, checked in standard ONNX.
 
-All conditions of a node together become ``Expand([0, 0, 0], [2 + ok])`` (``Emitter.check_token``): it runs when
-they hold and fails the run otherwise. Its ``ReduceSum`` is the *token*, ``[0]``, which is added to an ``Expand``
-target the data path needs (the rule's own, or ``Expand(x, Shape(x) + token)``): the values and the length stay as
-they were (so the rank stays static for runtimes that need it), and no optimizer can prune or fold the check
+All open conditions of a node together become ``Expand([k, k, k], [3 + bad])`` (``Emitter.check_token``, ``bad``
+the number of false elements, ``k = bad * 2**40``): it runs when they hold and fails the run otherwise. Its
+``ReduceSum`` is the *token*, ``[0]`` (at least 2**40 after a failure), which is added to an ``Expand`` target
+the data path needs (the rule's own, or ``Expand(x, Shape(x) + token)``): the values and the length stay as they
+were (so the rank stays static for runtimes that need it), and no optimizer can prune or fold the check
 without evaluating it. The failing node is named ``<our node>/guard: <its rules>``, which runtimes quote.
 """
 
 from __future__ import annotations
-
-from onnx import TensorProto
 
 from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guard_facts import GuardFacts
@@ -77,9 +76,9 @@ class Guard:
 
         One check per node (a few nodes, whatever the number of conditions): its name lists the rules it checks.
         """
-        flags = [self.emit.cast(condition, TensorProto.INT64) for condition, _ in self.conditions]
         rules = "; ".join(dict.fromkeys(rule for _, rule in self.conditions))
-        return self.emit.check_token(flags, f"{self.bound.label}/guard: {rules}")
+        return self.emit.check_token([condition for condition, _ in self.conditions],
+                                     f"{self.bound.label}/guard: {rules}")
 
     def tie(self, shape: str) -> str:
         """``shape`` itself (plus the token's 0), available only after every open check passed."""
@@ -87,7 +86,8 @@ class Guard:
         return self.op("Add", shape, self.token()) if self.conditions else shape
 
     def tied(self, x: str, shape: str | None = None) -> str:
-        """``x`` itself, available only after every open check passed (``Emitter.tied``); ``shape``: its ``Shape``."""
+        """``x`` itself, available only after every open check passed (``Emitter.tied``); ``shape``: its
+        ``Shape``, where the rule has it."""
         self.settle()
         if not self.conditions:
             return x

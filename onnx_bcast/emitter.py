@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from onnx_bcast.converters.expand_elision import ExpandElision
 
 
+_POISON = 2**40  # a failed check's token, per failing element: no dim but 1 broadcasts to it, no runtime allocates it
+
+
 class Emitter:
     """Collects the nodes (and initializers) that replace one onnx_bcast node."""
 
@@ -236,32 +239,39 @@ class Emitter:
         self.require(9, "a run-time rank check")
         shape = self.shape(x)
         over = self.standard("Greater", [self.shape(shape), self.const_i64([limit], "rank_limit")])
-        token = self.check_token([self.cast(self.standard("Not", [over]), TensorProto.INT64)],
-                                 f"{self.node_name}/guard: ranks are at most {limit}")
+        token = self.check_token([self.standard("Not", [over])], f"{self.node_name}/guard: ranks are at most {limit}")
         return self.tied(x, shape, token)
 
-    def check_token(self, flags: Sequence[str], name: str) -> str:
-        """``[0]`` (int64), computed only when every flag (an int64 tensor of 0s and 1s) is all 1s.
+    def check_token(self, conditions: Sequence[str], name: str) -> str:
+        """``[0]`` (int64), computed only when every condition (a bool tensor) holds everywhere.
 
-        With ``ok = min(1, flags...)``, the node ``name`` is ``Expand([ok - 1] * 3, [2 + ok])``: three values cannot
-        take the shape [2], so the run fails in every runtime unless ok is 1, and the sum of its output is the
-        token. No size can be negative (OpenVINO's reader refuses a ``ConstantOfShape`` that could be), the data is
-        computed at run time (OpenVINO's CPU plugin does not check an ``Expand`` of a constant), and nothing short
-        of evaluating the flags tells an optimizer the token's value.
+        With ``bad`` the number of false elements, the node ``name`` is ``Expand([k, k, k], [3 + bad])``,
+        ``k = bad * 2**40``: three values cannot take a shape of 4 or more, so ONNX Runtime and ``onnx.reference``
+        fail there unless bad is 0. The token is the sum of its output: 0 when every condition holds, and at least
+        2**40 otherwise, however a runtime computes the probe. OpenVINO's CPU plugin computes shape arithmetic
+        without checking it (an ``Expand`` of incompatible shapes returns its input), so there the token makes the
+        ``Expand`` on the data path fail instead (its target is off by at least 2**40: no dim but 1 broadcasts to
+        it, and no runtime can allocate it). No size can be negative (OpenVINO's reader refuses a
+        ``ConstantOfShape`` that could be), and the count is a ``ReduceSum`` with its axes (OpenVINO 2026.0 fuses
+        a ``ReduceMin`` of a ``Concat`` wrongly).
         """
-        lowest = self.standard("ReduceMin", [self.standard("Concat", [self.const_i64([1], "one"), *flags], axis=0)],
-                               keepdims=1)
-        zero = self.standard("Sub", [lowest, self.const_i64([1], "one")])
-        size = self.standard("Add", [lowest, self.const_i64([2], "two")])
-        probe = self.named("Expand", [self.standard("Concat", [zero, zero, zero], axis=0), size], name)
-        return self.standard("ReduceSum", [probe], keepdims=1)
+        failures = [self.cast(self.standard("Not", [condition]), TensorProto.INT64) for condition in conditions]
+        bad = self.reduce_sum(self.standard("Concat", [self.const_i64([0], "zero"), *failures], axis=0), [0],
+                              keepdims=True)
+        size = self.standard("Add", [bad, self.const_i64([3], "three")])
+        scaled = self.standard("Mul", [bad, self.const_i64([_POISON], "poison")])
+        probe = self.named("Expand", [self.standard("Concat", [scaled, scaled, scaled], axis=0), size], name)
+        return self.reduce_sum(probe, [0], keepdims=True)
 
     def tied(self, x: str, shape: str, token: str) -> str:
         """``x`` (whose shape is ``shape``) after a check: ``Expand(x, shape + token)``, the same values for a
         token of ``[0]``; the data path reads it, so no pass can remove the check without changing the output.
 
-        Not a ``Reshape`` to itself, which is free but which optimizers rewrite to a constant shape whenever the
-        output has at most one unknown dim (onnxscript's ``MaterializeReshapeShape``; OpenVINO drops 1-D ones).
+        Measured against the alternatives: a ``Reshape`` to itself (free) is rewritten to a constant shape by
+        onnxscript's ``MaterializeReshapeShape`` when the output has at most one unknown dim, dropped by OpenVINO
+        when 1-D, and fused with a following ``Reshape`` by onnxsim; a tie in the values (``x * (1 + token)``) is
+        skipped by OpenVINO for an empty ``x``, whose output shape does not depend on it. An ``Expand``'s output
+        shape does, for every runtime and every size. It copies ``x`` (once, where a condition stays open).
         """
         self.require(8, "Expand")
         return self._node("Expand", [x, self.standard("Add", [shape, token])], None)
