@@ -12,7 +12,8 @@ class ExplicitAxes:
     """``Broadcast<mode=explicit>(x, s, a) -> Expand(Unsqueeze(x, complement(a)), s)``.
 
     When the target's length or ``axes_mapping`` is only known at run time, the aligned shape is built with
-    ``ScatterElements(ConstantOfShape(Shape(s), 1), a, Shape(x))`` and applied with ``Reshape``. With guards and an
+    ``ScatterElements(ConstantOfShape(Shape(s), 1), a, Shape(x))`` and applied with ``Reshape`` (before opset 14,
+    which reads a 0 there as "copy", its zeros are made inferred: ``Emitter.zeros_inferred``). With guards and an
     output shape not known statically, ``s`` passes explicit mode's run-time checks first.
     """
 
@@ -46,8 +47,6 @@ class ExplicitAxes:
             emit.expand(aligned, self._checked(emit, bound, int64_input(emit, bound, 1, "target_shape")), bound.output,
                         out_shape)
             return
-        if any(d == 0 for d in bound.shapes[0] or ()):  # a 0 in Reshape's shape means "copy" before allowzero
-            emit.require(14, "zero-size data with a run-time explicit mapping (Reshape allowzero)")
         raw_target = int64_input(emit, bound, 1, "target_shape")
         target = self._checked(emit, bound, raw_target)
         ones = emit.ones_like_shape(emit.shape(raw_target))
@@ -59,7 +58,11 @@ class ExplicitAxes:
             if data_rank is None:  # a scalar may carry one axis: scatter only as many axes as data has dims
                 axes_in = emit.prefix(axes_in, data_shape)
             aligned_shape = emit.scatter(ones, axes_in, data_shape)
-        emit.expand(emit.reshape(data, aligned_shape), target, bound.output, out_shape)
+        if not emit.allowzero:  # a 0 in Reshape's shape means "copy" before opset 14; the Expand restores zeros
+            aligned = emit.reshape(data, emit.zeros_inferred(aligned_shape), may_hold_zero=False)
+        else:
+            aligned = emit.reshape(data, aligned_shape)
+        emit.expand(aligned, target, bound.output, out_shape)
 
 
 def _aligned(data_shape: tuple[int, ...], axes: tuple[int, ...], rank: int) -> tuple[int, ...]:

@@ -229,10 +229,36 @@ class Emitter:
         return self._multi(op_type, inputs, outputs, domain, **attrs)
 
     def reshape(self, x: str, shape: str, output: str | None = None, may_hold_zero: bool = True) -> str:
+        """``Reshape(x, shape)`` with a 0 in ``shape`` meaning a zero-size dim: ``allowzero`` from opset 14; before
+        it (a 0 there copies the input's dim), a shape that may hold a 0 is applied as
+        ``Expand(Reshape(x, zeros_inferred(shape)), shape)``, exact for the empty ``x`` such a shape reshapes."""
         self.require(5, "Reshape with a shape input")
         if may_hold_zero and self.allowzero:
             return self._node("Reshape", [x, shape], output, allowzero=1)
-        return self._node("Reshape", [x, shape], output)
+        constant = self.known_constants.get(shape)
+        if not may_hold_zero or (constant is not None and 0 not in constant):
+            return self._node("Reshape", [x, shape], output)
+        if constant is not None:
+            zeros = [k for k, d in enumerate(constant) if d == 0]
+            inferred = [-1 if k == zeros[0] else 1 if d == 0 else d for k, d in enumerate(constant)]
+            flat = self._node("Reshape", [x, self.const_i64(inferred, "shape_inferred")], None)
+        else:
+            flat = self._node("Reshape", [x, self.zeros_inferred(shape)], None)
+        self.require(8, "Expand")
+        return self._node("Expand", [flat, shape], output)
+
+    def zeros_inferred(self, shape: str) -> str:
+        """A run-time int64 shape for a ``Reshape`` before opset 14 (a 0 there copies the input's dim) of data that
+        an ``Expand`` to the real target follows: the first 0 becomes -1, which ``Reshape`` infers as 0 (the data
+        is empty), and any other 0 becomes 1, which the ``Expand`` stretches to the target's 0."""
+        self.require(11, "zero-size data with run-time shapes (CumSum)")
+        zero, one = self.const_i64([0], "zero"), self.const_i64([1], "one")
+        is_zero = self.standard("Equal", [shape, zero])
+        axis = self.standard("Constant", [], value=helper.make_tensor("axis", TensorProto.INT64, [], [0]))  # 0-d
+        count = self.standard("CumSum", [self.cast_i64(is_zero), axis])
+        first = self.standard("And", [is_zero, self.standard("Equal", [count, one])])
+        ones = self.standard("Where", [is_zero, one, shape])
+        return self.standard("Where", [first, self.const_i64([-1], "minus_one"), ones])
 
     def rank_checked(self, x: str, limit: int = MAX_RANK) -> str:
         """``x`` itself after a check that fails the run when its rank is over ``limit`` (``checked``)."""

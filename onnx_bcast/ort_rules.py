@@ -83,10 +83,11 @@ class GuardedKernel:
                               op=self.op, node=bound.label, quiet=self.quiet,
                               max_output_bytes=_limit_attr(self.max_output_bytes), **scalar_attrs)
         for raw, status, out in zip(raws, results[n:], bound.outputs, strict=True):
+            # the status is the output's own shape: a 0 there, read as "copy" before opset 14, copies that 0
             if cast_back:
-                emit.cast(emit.reshape(raw, status), out_type, out)
+                emit.cast(emit.reshape(raw, status, may_hold_zero=False), out_type, out)
             else:
-                emit.reshape(raw, status, out)
+                emit.reshape(raw, status, out, may_hold_zero=False)
 
 
 class CheckedElementwise:
@@ -135,7 +136,8 @@ class CheckedElementwise:
                                  op=self.op, node=bound.label, quiet=self.quiet, auto_broadcast=self.mode,
                                  axis=int(bound.attrs["axis"]), allowzero=int(emit.allowzero),
                                  elem_type=bound.types[0] or 0, max_output_bytes=_limit_attr(self.max_output_bytes))
-        self.standard.emit_standard(emit, bound, emit.reshape(b, aligned), form)
+        # before opset 14 the check itself refuses a zero-size aligned B (the attribute allowzero tells it)
+        self.standard.emit_standard(emit, bound, emit.reshape(b, aligned, may_hold_zero=emit.allowzero), form)
 
 
 def _static(bound: Bound) -> bool:

@@ -269,3 +269,56 @@ def test_symbols_shared_by_two_inputs_prove_nothing() -> None:
                        tools.ort_run(converted, {"features": features, "dy": dy}), strict=True))
     np.testing.assert_allclose(outputs["bias_grad_pdpd"], dy.sum(axis=(0, 2, 3)), rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(outputs["features_grad"], dy)
+
+
+# --- 6. zero-size dims before opset 14 (Reshape reads a 0 as "copy") -----------------------------------------------
+
+def _one_node(opset: int, op: str, attrs: dict, inputs: list, initializers: list, outputs: tuple = ("y",)
+              ) -> onnx.ModelProto:
+    node = helper.make_node(op, [i.name for i in inputs] + [t.name for t in initializers], list(outputs),
+                            domain="onnx_bcast", name="n", **attrs)
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                                                   for o in outputs], initializers)
+    opsets = [helper.make_opsetid("", opset), helper.make_opsetid("onnx_bcast", 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+
+
+def _every_path(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[list[np.ndarray]]:
+    return [onnx_bcast.InferenceSession(model).run(None, feeds),
+            onnx_bcast.InferenceSession(model, backend="native").run(None, feeds),
+            tools.ort_run(onnx_bcast.convert(model), feeds)]
+
+
+@pytest.mark.parametrize("opset", [11, 13, 14])
+@pytest.mark.parametrize(("data", "target", "axes"), [((2, 0), (2, 3, 0), (0, 2)), ((0, 3), (0, 4, 3), (0, 2)),
+                                                      ((0, 0), (0, 2, 0), (0, 2)), ((2, 3), (2, 4, 3), (0, 2))])
+def test_explicit_run_time_axes_with_zero_dims(opset: int, data: tuple, target: tuple, axes: tuple) -> None:
+    """Explicit mode with the mapping fed at run time: the numpy formula (data's dims on the mapped axes, 1s
+    elsewhere, then broadcast to the target) on every path, also before opset 14."""
+    x = np.arange(int(np.prod(data)), dtype=F32).reshape(data)
+    aligned = [1] * len(target)
+    for k, a in enumerate(axes):
+        aligned[a] = data[k]
+    expected = np.broadcast_to(x.reshape(aligned), target)
+    model = _one_node(opset, "Broadcast", {"mode": "explicit"},
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, None]),
+                       helper.make_tensor_value_info("t", TensorProto.INT64, [3]),
+                       helper.make_tensor_value_info("a", TensorProto.INT64, [2])], [])
+    feeds = {"x": x, "t": np.array(target, np.int64), "a": np.array(axes, np.int64)}
+    for (out,) in _every_path(model, feeds):
+        np.testing.assert_array_equal(out, expected, strict=True)
+
+
+@pytest.mark.parametrize("opset", [9, 11, 13, 14])
+@pytest.mark.parametrize(("delta", "data_shape", "summed"), [((2, 0), (0,), (0,)), ((2, 0, 3), (1, 0, 1), (0, 2)),
+                                                               ((2, 3), (1, 3), (0,))])
+def test_backprop_with_zero_dims(opset: int, delta: tuple, data_shape: tuple, summed: tuple) -> None:
+    """BroadcastBackprop numpy mode, data_shape a constant: delta summed over the broadcast axes (numpy's sum,
+    reshaped to data_shape) on every path, also before opset 14."""
+    d = np.arange(int(np.prod(delta)), dtype=F32).reshape(delta)
+    expected = d.sum(axis=summed).reshape(data_shape)
+    model = _one_node(opset, "BroadcastBackprop", {"mode": "numpy"},
+                      [helper.make_tensor_value_info("d", TensorProto.FLOAT, list(delta))],
+                      [numpy_helper.from_array(np.array(data_shape, np.int64), "s")])
+    for (out,) in _every_path(model, {"d": d}):
+        np.testing.assert_array_equal(out, expected, strict=True)
