@@ -136,25 +136,28 @@ def _shape_values(model: ModelProto, facts: StaticFacts, redefined: bool) -> Cal
 
 def computed_shapes(bound: Bound, shape_values: Callable[[], ShapeValues | None]) -> None:
     """The elements of shape-like inputs that the graph computes from ``Shape`` (``ShapeValues``), where they are
-    not constants; and the names the facts' symbols use (the real inputs, also under a replay's placeholders)."""
-    bound.fact_names = list(bound.inputs)
-    computed: list = [None] * len(bound.inputs)
-    derived: list = [None] * len(bound.inputs)
-    for i, (formal, name) in enumerate(zip(bound.spec.inputs, bound.inputs, strict=True)):
-        shapes_unknown = bound.shapes[i] is None or None in bound.shapes[i]
-        if not name or (formal.type_param == "T_SHAPE" and bound.values[i] is not None) or \
-                (formal.type_param != "T_SHAPE" and not shapes_unknown):
-            continue
-        values = shape_values()
-        if values is None:
-            break
-        if formal.type_param == "T_SHAPE":
-            computed[i] = values(name)
+    not constants, and the dims of data inputs that come from other values; then the input names that the facts'
+    symbols use (the real inputs, also under a replay's placeholders). Nothing where everything is known."""
+    shapes, values, names = bound.shapes, bound.values, bound.inputs
+    wanted = [i for i, (formal, name) in enumerate(zip(bound.spec.inputs, names, strict=True)) if name and (
+        values[i] is None if formal.type_param == "T_SHAPE" else shapes[i] is None or None in shapes[i])]
+    if not wanted:
+        return
+    found = shape_values()
+    if found is None:
+        return
+    computed: list = [None] * len(names)
+    derived: list = [None] * len(names)
+    for i in wanted:
+        name = names[i]
+        if bound.spec.inputs[i].type_param == "T_SHAPE":
+            computed[i] = found(name)
         else:  # an unknown dim may be another value's, followed through the ops that keep it
-            dims = values.dims(name)
+            dims = found.dims(name)
             if dims is not None and any(isinstance(d, tuple) and d[0] != name for d in dims):
                 derived[i] = dims
-    bound.computed, bound.derived_dims = computed, derived
+    if any(v is not None for v in (*computed, *derived)):
+        bound.computed, bound.derived_dims, bound.fact_names = computed, derived, list(names)
 
 
 @contextlib.contextmanager
