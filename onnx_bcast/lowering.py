@@ -101,8 +101,8 @@ def bind_model(model: ModelProto, rule_set: RuleSet) -> list[Bound]:
     """Every node of ours bound and checked against ``rule_set``, nothing rewritten (``onnx-bcast check``)."""
     schemas.register()
     copy = working_copy(model, None, rule_set.inline_functions, rule_set.default_opset)
-    set_claims_aside(copy)
     lists = list(node_lists(copy))
+    set_claims_aside(copy, [e.container for e in lists if isinstance(e.container, GraphProto)])
     declared = survey_nodes(lists, NameGenerator()).declared
     with labelled(declared):
         facts = StaticFacts(copy, raise_broadcast_errors=True)
@@ -139,9 +139,11 @@ def computed_shapes(bound: Bound, shape_values: Callable[[], ShapeValues | None]
     not constants, and the dims of data inputs that come from other values; then the input names that the facts'
     symbols use (the real inputs, also under a replay's placeholders). Nothing where everything is known."""
     shapes, values, names = bound.shapes, bound.values, bound.inputs
-    wanted = [i for i, (formal, name) in enumerate(zip(bound.spec.inputs, names, strict=True)) if name and (
-        values[i] is None if formal.type_param == "T_SHAPE" else shapes[i] is None or None in shapes[i])]
-    if not wanted:
+    wanted = None
+    for i, is_shape in enumerate(bound.spec.value_inputs):  # (a tight loop: it runs once per node of ours)
+        if names[i] and ((values[i] is None) if is_shape else (shapes[i] is None or None in shapes[i])):
+            wanted = [i] if wanted is None else [*wanted, i]
+    if wanted is None:
         return
     found = shape_values()
     if found is None:
@@ -150,7 +152,7 @@ def computed_shapes(bound: Bound, shape_values: Callable[[], ShapeValues | None]
     derived: list = [None] * len(names)
     for i in wanted:
         name = names[i]
-        if bound.spec.inputs[i].type_param == "T_SHAPE":
+        if bound.spec.value_inputs[i]:
             computed[i] = found(name)
         else:  # an unknown dim may be another value's, followed through the ops that keep it
             dims = found.dims(name)
@@ -197,8 +199,8 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
            ) -> Lowered:
     schemas.register()
     copy = working_copy(model, opset, inline or rule_set.inline_functions, rule_set.default_opset)
-    declared_outputs = set_claims_aside(copy)
     lists = walked_node_lists(copy)
+    declared_outputs = set_claims_aside(copy, [e.container for e in lists if isinstance(e.container, GraphProto)])
     names = NameGenerator()
     survey = survey_nodes(lists, names)
     declared = survey.declared

@@ -3,15 +3,15 @@ and the model's shape claims (declared output shapes, value_info) set aside so t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import onnx
 import onnx.inliner
-from onnx import ModelProto, TypeProto, ValueInfoProto, helper
+from onnx import GraphProto, ModelProto, TypeProto, ValueInfoProto, helper
 
 from onnx_bcast import schemas
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.model_walk import all_graphs, opset_version
+from onnx_bcast.model_walk import opset_version
 
 DOMAIN = schemas.DOMAIN
 
@@ -45,8 +45,9 @@ def working_copy(model: ModelProto, opset: int | None, inline: bool, default_ops
     return copy
 
 
-def set_claims_aside(model: ModelProto) -> list[ValueInfoProto]:
-    """The model's shape claims removed in place; returns the main graph's outputs as declared.
+def set_claims_aside(model: ModelProto, graphs: Iterable[GraphProto]) -> list[ValueInfoProto]:
+    """The shape claims of ``graphs`` (the model's main graph and subgraphs, as the caller walked them) removed in
+    place; returns the main graph's outputs as declared.
 
     Shape inference hands back a declared graph-output shape or a value_info entry as if it had inferred it, and
     no runtime checks either: a stale or wrong one would prove a rule that the run then breaks. So every graph's
@@ -56,7 +57,7 @@ def set_claims_aside(model: ModelProto) -> list[ValueInfoProto]:
     declared = [ValueInfoProto() for _ in model.graph.output]
     for copy, output in zip(declared, model.graph.output, strict=True):
         copy.CopyFrom(output)
-    for graph in all_graphs(model):
+    for graph in graphs:
         del graph.value_info[:]
         for output in graph.output:
             _drop_shapes(output.type)
