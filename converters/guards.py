@@ -97,11 +97,11 @@ class Guard:
 def known_shapes(bound: Bound) -> str:
     """The inputs' shapes as known before the run, ``?`` for an unknown dim, e.g. ``A (?, 3), B (2,)``."""
     parts = []
-    for formal, name, dims in zip(bound.spec.inputs, bound.inputs, bound.shapes, strict=True):
-        if not name or formal.type_param == "T_SHAPE":
-            i = bound.inputs.index(name) if name else None
-            values = bound.ints(i) if i is not None else None
-            length = bound.length(i) if i is not None else None
+    for i, (formal, name, dims) in enumerate(zip(bound.spec.inputs, bound.inputs, bound.shapes, strict=True)):
+        if not name:
+            continue
+        if formal.type_param == "T_SHAPE":
+            values, length = bound.ints(i), bound.length(i)
             if values is not None:
                 parts.append(f"{formal.name} {list(values)}")
             elif length is not None:

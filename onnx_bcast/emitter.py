@@ -261,7 +261,7 @@ class Emitter:
         return self.standard("Where", [first, self.const_i64([-1], "minus_one"), ones])
 
     def rank_checked(self, x: str, limit: int = MAX_RANK) -> str:
-        """``x`` itself after a check that fails the run when its rank is over ``limit`` (``checked``)."""
+        """``x`` itself after a check that fails the run when its rank is over ``limit`` (``check_token``, ``tied``)."""
         self.require(9, "a run-time rank check")
         shape = self.shape(x)
         over = self.standard("Greater", [self.shape(shape), self.const_i64([limit], "rank_limit")])

@@ -103,19 +103,13 @@ def bind_model(model: ModelProto, rule_set: RuleSet) -> list[Bound]:
     copy = working_copy(model, None, rule_set.inline_functions, rule_set.default_opset)
     lists = list(node_lists(copy))
     set_claims_aside(copy, [e.container for e in lists if isinstance(e.container, GraphProto)])
-    declared = survey_nodes(lists, NameGenerator()).declared
+    survey = survey_nodes(lists, NameGenerator())
+    declared = survey.declared
     with labelled(declared):
         facts = StaticFacts(copy, raise_broadcast_errors=True)
-    values = _shape_values(copy, facts, survey_nodes_redefined(lists))
+    values = _shape_values(copy, facts, survey.redefined)  # as ``_lower`` decides it: check and convert agree
     return [_bound_with_rule(d, facts, entry.in_function, rule_set, values)[0]
             for entry, found in zip(lists, declared, strict=True) for _, d in found]
-
-
-def survey_nodes_redefined(lists: list) -> bool:
-    """Whether some value is defined twice (then no producer map is trusted)."""
-    outputs = [out for entry in lists if not entry.in_function for node in entry.container.node
-               for out in node.output if out]
-    return len(outputs) != len(set(outputs))
 
 
 def _shape_values(model: ModelProto, facts: StaticFacts, redefined: bool) -> Callable[[], ShapeValues | None]:
