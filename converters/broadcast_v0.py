@@ -30,7 +30,7 @@ def _unsqueeze_expand(emit: Emitter, data: str, axes: list[int], shape: str | No
         return
     leading = axes == list(range(len(axes)))  # Expand right-aligns: leading new axes need no Unsqueeze
     aligned = emit.unsqueeze(data, axes) if axes and not leading else data
-    emit.expand(aligned, shape, output, static_out)
+    emit.expand(aligned, shape, output, static_out, checked=checked is not None)
 
 
 @functools.lru_cache(maxsize=1024)

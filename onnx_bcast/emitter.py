@@ -136,8 +136,9 @@ class Emitter:
         return self._node("Identity", [x], output)
 
     def expand(self, x: str, shape: str, output: str | None = None,
-               static_out: Sequence[int] | None = None) -> str:
-        """``Expand(x, shape)``; an empty static output is built as ``Slice(Expand(x, zeros as 1s))``.
+               static_out: Sequence[int] | None = None, checked: bool = False) -> str:
+        """``Expand(x, shape)``; an empty static output is built as ``Slice(Expand(x, zeros as 1s))``, where a
+        ``checked`` shape (``static_out`` plus a guard's token) keeps its token on the path.
 
         onnxruntime 1.31's ExpandElimination drops an Expand to a 0-size dim as if it were a no-op (the
         output keeps the input's 1); slicing to the 0s afterwards gives the same result, which it leaves alone.
@@ -149,7 +150,10 @@ class Emitter:
         if static_out is None or 0 not in static_out:
             return self._node("Expand", [x, shape], output)
         ones = [d if d != 0 else 1 for d in static_out]
-        expanded = self._node("Expand", [x, self.const_i64(ones, "shape_nonzero")], None)
+        nonzero = self.const_i64(ones, "shape_nonzero")
+        if checked:  # the token (shape - static_out) stays on the data path
+            nonzero = self.standard("Add", [nonzero, self.standard("Sub", [shape, self.const_i64(static_out)])])
+        expanded = self._node("Expand", [x, nonzero], None)
         return self.slice_to(expanded, static_out, output)
 
     def _elide(self, x: str, output: str) -> str:

@@ -322,3 +322,18 @@ def test_backprop_with_zero_dims(opset: int, delta: tuple, data_shape: tuple, su
                       [numpy_helper.from_array(np.array(data_shape, np.int64), "s")])
     for (out,) in _every_path(model, {"d": d}):
         np.testing.assert_array_equal(out, expected, strict=True)
+
+
+def test_empty_static_output_keeps_its_check() -> None:
+    """BroadcastV0 to the empty [0, 4, 0] (axes 0 and 2 new) needs arg of shape (4,); the empty output's form
+    (Slice of an Expand to 1s) must still carry the check: arg (1,) fails, arg (4,) gives the empty output."""
+    node = helper.make_node("BroadcastV0", ["x"], ["y"], domain="onnx_bcast", name="v0", shape=[0, 4, 0],
+                            broadcast_axes=[0, 2])
+    model = _model([node], [helper.make_tensor_value_info("x", TensorProto.INT32, [None])],
+                   [helper.make_tensor_value_info("y", TensorProto.INT32, None)])
+    converted = onnx_bcast.convert(model)
+    with pytest.raises(Exception):  # noqa: B017
+        outputs = tools.ort_run(converted, {"x": np.ones(1, np.int32)})
+        pytest.fail(f"returned {[o.shape for o in outputs]}")
+    (out,) = tools.ort_run(converted, {"x": np.ones(4, np.int32)})
+    assert out.shape == (0, 4, 0)
