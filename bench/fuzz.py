@@ -23,7 +23,15 @@ Paths, each counted per valid and invalid case:
   in plain onnxruntime (``static_*``); an invalid case's one-node model is refused with BroadcastError by both
   backends (same message) and by ``convert`` (``static_convert``);
 * ``ortform_session_numpy``: BroadcastV0/BroadcastLikeV0 in their ONNX Runtime form (the list attributes fed as
-  inputs at run time) through the numpy backend; ``--ort-form-native`` runs that form natively and converted too.
+  inputs at run time) through the numpy backend; ``--ort-form-native`` runs that form natively and converted too;
+* ``scenario_*`` (``bench/fuzz_scenarios.py``): for ``--scenario-fraction`` of the cases (drawn from the seed and
+  the case's index alone), the case inside a realistic model: opsets 9-21, declared output shapes and value_info
+  (true, stale, symbolic), dim_params shared between inputs (fed consistently or not), constant or fed shape
+  inputs, chains (our node, a standard unary op, our elementwise op). Both backends (invalid: a BroadcastError
+  naming the first node that fails), the converted model in plain ORT, and for ``--tools-fraction`` of those
+  models the optimizers and runtimes of tests/tool_pipelines.py (onnxscript, onnx-ir, onnxsim default and with
+  fixed shapes, onnxoptimizer, ORT at every level, OpenVINO). A path that does not apply is counted as skipped,
+  with its reason.
 
 Disagreements that are symptoms of a known, unfixed issue (``KNOWN_ISSUES``) are tagged and counted apart; they
 still fail the run unless ``--allow-known``. Exit status 1 on any other disagreement.
@@ -61,6 +69,25 @@ from onnx.reference import ReferenceEvaluator
 import onnx_bcast
 from onnx_bcast.convert import convert
 from onnx_bcast.ops.broadcast_v0 import broadcast_like_v0_shape, broadcast_v0_shape
+
+
+def _load_scenarios() -> Any:
+    """bench/fuzz_scenarios.py under a fixed module name (the worker unpickles its classes by that name)."""
+    import importlib.util
+
+    name = "onnx_bcast_bench_fuzz_scenarios"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / "fuzz_scenarios.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+SCENARIOS = _load_scenarios()
+SCENARIO_FRACTION = 0.08  # of the cases: a scenario model each (100k cases: about 8000 models)
+TOOLS_FRACTION = 0.15  # of the scenario models: also through the tools (100k cases: about 1200 models)
 
 DTYPES = (np.float32, np.float64, np.float16, np.int8, np.int32, np.int64, np.uint8, np.bool_)
 ONNX_TYPE = {np.dtype(t): helper.np_dtype_to_tensor_dtype(np.dtype(t)) for t in DTYPES}
@@ -804,6 +831,10 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 # only keeps them from failing the run. Drop an entry when the library is fixed (test_fuzz_slice's strict xfails
 # say when).
 KNOWN_ISSUES = {
+    # OpenVINO returns a value from the guarded converted model where the original fails: e.g. elementwise Pow
+    # auto_broadcast=none, A (2,), B (1,) with dims dynamic; ORT fails in the guard's Expand ("invalid expand
+    # shape"), OpenVINO's CPU plugin runs that Expand without the check (found by the scenario paths)
+    "openvino-guard-not-enforced": "scenario_openvino returned a value where the original fails",
 }
 CONVERTED_PATHS = ("session_native", "converted_ort", "converted_reference")
 
@@ -850,6 +881,7 @@ class Summary:
     failures: Counter = field(default_factory=Counter)  # path -> disagreements
     known: Counter = field(default_factory=Counter)  # known issue -> disagreements
     disagreements: list[str] = field(default_factory=list)
+    skips: Counter = field(default_factory=Counter)  # (path, reason) -> scenario paths that did not apply
     trace: list[str] | None = None  # every path's outcome, when asked for (--only)
 
     @property
@@ -882,13 +914,19 @@ class Summary:
         known = ", ".join(f"{k} {n}" for k, n in sorted(self.known.items())) or "none"
         rate = self.cases / elapsed if elapsed else 0.0
         seeded = "" if seed is None else f"seed {seed}; "
+        skipped = Counter()
+        for (path, _), n in self.skips.items():
+            skipped[path] += n
+        if skipped:
+            per_path += "; scenario paths skipped: " + ", ".join(f"{p} {n}" for p, n in sorted(skipped.items()))
         return (f"cases {self.cases} (valid {self.valid}, invalid {self.invalid}; per family valid/invalid: {fams}), "
                 f"{seeded}per path valid+invalid checked/disagreements: {per_path}; disagreements "
                 f"{len(self.disagreements)} (new {len(self.new)}; known issues: {known}); elapsed {elapsed:.1f} s "
                 f"({rate:.1f} cases/s)")
 
 
-_ORDER = ("rule", "kernel", "oracle_formula", *RUNTIME_PATHS, "static", "ortform")
+_ORDER = ("rule", "kernel", "oracle_formula", *RUNTIME_PATHS, "static", "ortform", *SCENARIOS.CORE_PATHS,
+          *SCENARIOS.TOOL_PATHS)
 
 
 def _path_order(path: str) -> tuple[int, str]:
@@ -1059,6 +1097,30 @@ class Runner:
             if problem:
                 self.summary.disagree(case, name, problem, known_issue(case, name, status, got, stage))
 
+    # scenario models ----------------------------------------------------------------------------------------------
+
+    def check_scenario(self, scenario: Any) -> None:
+        """The scenario model on its paths (an invalid one in the worker: an invalid constant may abort ORT)."""
+        case, valid, paths = scenario.case, scenario.want is not None, SCENARIOS.paths_of(scenario)
+        if self.summary.trace is not None:
+            self.summary.trace.append(f"  {scenario.describe()}; expected: "
+                                      f"{'invalid at ' + str(scenario.failing_node) if not valid else 'valid'}")
+        if valid:
+            outcomes = {p: _first(SCENARIOS.outcome(scenario.model, p, scenario.feeds)) for p in paths}
+        else:
+            outcomes = self.worker.run(scenario.model, scenario.feeds, paths)
+        for path, (status, got, stage) in outcomes.items():
+            problem, skip = SCENARIOS.judge(scenario, path, status, got, stage)
+            self.summary.note(case, f"{path} ({stage})", status, got)
+            if skip:
+                self.summary.skips[(path, skip)] += 1
+                continue
+            self.summary.count(path, valid)
+            if problem:
+                known = "openvino-guard-not-enforced" if (path == "scenario_openvino" and not valid
+                                                          and status == "ok") else None
+                self.summary.disagree(case, path, f"{scenario.describe()}: {problem}", known)
+
     # static shapes ----------------------------------------------------------------------------------------------
 
     def check_invalid_static(self, family: Family, case: Case) -> None:
@@ -1194,6 +1256,7 @@ class Worker:
             self.proc.wait()
 
 
+SCENARIOS.bind(sys.modules[__name__])
 WORKER = Worker()  # one for the process, started when first needed
 atexit.register(WORKER.close)
 
@@ -1218,8 +1281,13 @@ def worker_loop() -> None:
             return
         model = onnx.load_model_from_string(model_bytes)
         for path in paths:
-            status, value, stage = _first(RuntimeSet(model, (path,)).run(path, feeds))
-            if status != "ok":  # plain data only: the two sides may know this module by different names
+            if path.startswith("scenario_"):
+                status, value, stage = _first(SCENARIOS.outcome(model, path, feeds))
+            else:
+                status, value, stage = _first(RuntimeSet(model, (path,)).run(path, feeds))
+            if status == "skipped":
+                value = ("Skip", value)
+            elif status != "ok":  # plain data only: the two sides may know this module by different names
                 value = (type(value).__name__, str(value))
             _send(stdout, (path, (status, value, stage)))
 
@@ -1266,18 +1334,23 @@ def generate_cases(cases: int, seed: int, families: tuple[str, ...] | None = Non
 
 
 def run_fuzz(cases: int, seed: int, families: tuple[str, ...] | None = None, *, ort_form_native: bool = False,
-             only: int | None = None, progress: int = 0) -> Summary:
+             only: int | None = None, progress: int = 0, scenario_fraction: float = SCENARIO_FRACTION,
+             tools_fraction: float = TOOLS_FRACTION) -> Summary:
     """Generate and check ``cases`` cases from ``seed`` (or only case ``only`` of them, traced)."""
     generated = generate_cases(cases, seed, families)
     if only is not None:
         generated = ((family, case) for family, case in generated if case.index == only)
-    return check_cases(generated, ort_form_native=ort_form_native, trace=only is not None, progress=progress)
+    return check_cases(generated, ort_form_native=ort_form_native, trace=only is not None, progress=progress,
+                       scenario_seed=seed, scenario_fraction=scenario_fraction, tools_fraction=tools_fraction)
 
 
 def check_cases(cases: Iterable[tuple[Family, Case]], *, ort_form_native: bool = False, trace: bool = False,
-                progress: int = 0) -> Summary:
+                progress: int = 0, scenario_seed: int | None = None, scenario_fraction: float = SCENARIO_FRACTION,
+                tools_fraction: float = TOOLS_FRACTION) -> Summary:
     """Check these cases on every path; with ``trace``, record every path's outcome of each (for a few cases);
-    ``progress``: a summary line on stderr every that many cases."""
+    ``progress``: a summary line on stderr every that many cases; with ``scenario_seed``, a scenario model for
+    ``scenario_fraction`` of the cases (drawn from that seed and the case's index), ``tools_fraction`` of them also
+    through the tools."""
     summary = Summary(trace=[] if trace else None)
     runner = Runner(summary, ort_form_native)
     start = time.perf_counter()
@@ -1299,6 +1372,10 @@ def check_cases(cases: Iterable[tuple[Family, Case]], *, ort_form_native: bool =
             runner.check_invalid_static(family, case)
         else:
             runner.add_valid(family, case, want, kernel_out)
+        if scenario_seed is not None:
+            scenario = SCENARIOS.build(family, case, want, scenario_seed, scenario_fraction, tools_fraction)
+            if scenario is not None:
+                runner.check_scenario(scenario)
         if trace:
             runner.flush()
             _trace_case(summary, case, want, mark)
@@ -1328,6 +1405,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="also run the ONNX Runtime form of BroadcastV0/BroadcastLikeV0 (list attributes fed as "
                              "inputs) through the native backend and the converted model")
     parser.add_argument("--progress", type=int, default=0, metavar="N", help="a summary line on stderr every N cases")
+    parser.add_argument("--scenario-fraction", type=float, default=SCENARIO_FRACTION,
+                        help="the fraction of cases that also run as a scenario model (bench/fuzz_scenarios.py)")
+    parser.add_argument("--tools-fraction", type=float, default=TOOLS_FRACTION,
+                        help="the fraction of scenario models also run through the optimizers and runtimes")
+    parser.add_argument("--tools", action="store_true", help="every scenario model through the tools too")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -1335,7 +1417,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     start = time.perf_counter()
     summary = run_fuzz(args.cases, args.seed, tuple(args.family) if args.family else None,
-                       ort_form_native=args.ort_form_native, only=args.only, progress=args.progress)
+                       ort_form_native=args.ort_form_native, only=args.only, progress=args.progress,
+                       scenario_fraction=args.scenario_fraction,
+                       tools_fraction=1.0 if args.tools else args.tools_fraction)
     elapsed = time.perf_counter() - start
     for line in summary.trace or []:
         print(line)
@@ -1344,6 +1428,8 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     if len(ordered) > args.show:
         print(f"... and {len(ordered) - args.show} more")
+    for (path, reason), n in sorted(summary.skips.items()):
+        print(f"skipped: {path}: {n}: {reason}")
     print(summary.line(args.seed, elapsed))
     return 1 if summary.new or (summary.disagreements and not args.allow_known) else 0
 
