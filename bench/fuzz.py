@@ -830,12 +830,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 # the same cases is still new). They are counted and shown like every disagreement; ``allow_known`` (the CI slice)
 # only keeps them from failing the run. Drop an entry when the library is fixed (test_fuzz_slice's strict xfails
 # say when).
-KNOWN_ISSUES = {
-    # OpenVINO returns a value from the guarded converted model where the original fails: e.g. elementwise Pow
-    # auto_broadcast=none, A (2,), B (1,) with dims dynamic; ORT fails in the guard's Expand ("invalid expand
-    # shape"), OpenVINO's CPU plugin runs that Expand without the check (found by the scenario paths)
-    "openvino-guard-not-enforced": "scenario_openvino returned a value where the original fails",
-}
+KNOWN_ISSUES: dict[str, str] = {}
 CONVERTED_PATHS = ("session_native", "converted_ort", "converted_reference")
 
 
@@ -1117,9 +1112,7 @@ class Runner:
                 continue
             self.summary.count(path, valid)
             if problem:
-                known = "openvino-guard-not-enforced" if (path == "scenario_openvino" and not valid
-                                                          and status == "ok") else None
-                self.summary.disagree(case, path, f"{scenario.describe()}: {problem}", known)
+                self.summary.disagree(case, path, f"{scenario.describe()}: {problem}")
 
     # static shapes ----------------------------------------------------------------------------------------------
 

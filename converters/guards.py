@@ -1,19 +1,23 @@
 """Run-time guards: SPEC §2's errors that the converter cannot prove absent, checked in standard ONNX.
 
 All open conditions of a node together become ``Expand([k, k, k], [3 + bad])`` (``Emitter.check_token``, ``bad``
-the number of false elements, ``k = bad * 2**40``): it runs when they hold and fails the run otherwise. Its
-``ReduceSum`` is the *token*, ``[0]`` (at least 2**40 after a failure), which is added to an ``Expand`` target
-the data path needs (the rule's own, or ``Expand(x, Shape(x) + token)``): the values and the length stay as they
-were (so the rank stays static for runtimes that need it), and no optimizer can prune or fold the check
-without evaluating it. The failing node is named ``<our node>/guard: <its rules>``, which runtimes quote.
+the number of false elements, ``k = 2**28`` if bad else 0): it runs when they hold and fails the run otherwise.
+Its ``ReduceSum`` is the *token*, ``[0]`` (``3 * 2**28`` after a failure, docs/guards.md), which is added to an
+``Expand`` target the data path needs (the rule's own, or ``Expand(x, Shape(x) + token)``): the values and the
+length stay as they were (so the rank stays static for runtimes that need it), and no optimizer can prune or fold
+the check without evaluating it. The failing node is named ``<our node>/guard: <its rules>``, which runtimes quote.
 """
 
 from __future__ import annotations
 
+import math
+
+from onnx import TensorProto
+
 from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guard_facts import GuardFacts
 from onnx_bcast.emitter import Emitter
-from onnx_bcast.ops.common import MAX_RANK
+from onnx_bcast.ops.common import MAX_ELEMENTS, MAX_RANK
 
 GUARD_OPSET = 11  # Equal/Less/Greater on int64, ScatterElements-era Slice and ConstantOfShape
 
@@ -57,6 +61,24 @@ class Guard:
 
     def no_negative_dims(self, target: str) -> None:
         self.require(self.at_least(target, self.i64(0)), "no target dimension may be negative")
+
+    def representable(self, target: str) -> None:
+        """The output (``target``'s dims, 0s skipped) holds at most ``MAX_ELEMENTS``, as in the shape rule. Only a
+        target with elements the graph feeds needs the check: ints are judged now, and a tensor's own dims (a
+        symbol) are a shape that exists."""
+        value = GuardFacts(self.emit.nodes, self.emit.known_constants, self.bound).value(target)
+        if value is not None and None not in value:
+            count = math.prod(e for e in value if isinstance(e, int) and e > 0)
+            if count > MAX_ELEMENTS:
+                raise self.bound.fail(f"the output cannot exist: its non-zero dims multiply to {count:.2e} elements, "
+                                      f"over 2**60 - 1 "
+                                      f"(8-byte elements must fit int64 sizes); {known_shapes(self.bound)}")
+            return
+        double = TensorProto.DOUBLE
+        count = self.op("ReduceProd", self.op("Max", self.emit.cast(target, double),
+                                              self.emit.cast(self.i64(1), double)), keepdims=1)
+        limit = self.emit.cast(self.i64(MAX_ELEMENTS + 1), double)  # 2**60 exactly, in float64
+        self.require(self.op("Less", count, limit), "the output's non-zero dims multiply to at most 2**60 - 1")
 
     def settle(self) -> None:
         """Each condition judged on what is known before the run (``GuardFacts``): proven ones are dropped (their
@@ -118,6 +140,7 @@ def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: st
     bidirectional, pdpd)."""
     guard, mode = Guard(emit, bound), bound.mode
     guard.no_negative_dims(target)
+    guard.representable(target)
     if mode != "explicit" and bound.inputs[2]:  # the ORT form carries an empty one: only that may come
         guard.require(guard.op("Equal", guard.length(bound.inputs[2]), guard.i64(0)),
                       f"{mode}: axes_mapping is only allowed in explicit mode")

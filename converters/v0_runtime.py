@@ -33,6 +33,7 @@ def runtime_v0(emit: Emitter, bound: Bound, x: str, shape: str, axes: str, guard
         rank = guard.length(shape)
         guard.require(guard.at_least(shape, guard.i64(0)), "no target dimension may be negative")
         guard.require(guard.at_most(rank, guard.i64(MAX_RANK)), f"ranks are at most {MAX_RANK}")
+        guard.representable(shape)
         guard.require(guard.at_least(axes, guard.i64(0)), "broadcast axes must not be negative")
         guard.require(guard.op("Less", axes, rank), "broadcast axes must lie within the output rank")
         kept_count = guard.op("ReduceSum", kept_mask, keepdims=1)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from onnx_bcast.converters.expand_elision import ExpandElision
 
 
-_POISON = 2**40  # a failed check's token, per failing element: no dim but 1 broadcasts to it, no runtime allocates it
+_POISON = 2**28  # a failed check's token, per probe value: fits int32 (OpenVINO's int64), 3x no dim but 1 meets
 
 
 class Emitter:
@@ -137,11 +137,14 @@ class Emitter:
 
     def expand(self, x: str, shape: str, output: str | None = None,
                static_out: Sequence[int] | None = None, checked: bool = False) -> str:
-        """``Expand(x, shape)``; an empty static output is built as ``Slice(Expand(x, zeros as 1s))``, where a
-        ``checked`` shape (``static_out`` plus a guard's token) keeps its token on the path.
+        """``Expand(x, shape)``; an empty static output (``x``'s dims validated, or ``checked``: ``shape`` is
+        ``static_out`` plus a guard's token, which stays on the path) is built without an ``Expand`` of ``x``.
 
-        onnxruntime 1.31's ExpandElimination drops an Expand to a 0-size dim as if it were a no-op (the
-        output keeps the input's 1); slicing to the 0s afterwards gives the same result, which it leaves alone.
+        From opset 14, ``Reshape(Slice(Reshape(x, [-1]), 0, 0), shape)`` with ``allowzero``: no element is read,
+        yet ``x`` stays an input (OpenVINO drops an input nothing reads, and feeding it then fails), and nothing
+        broadcasts a 0 (OpenVINO refuses 0 to 1, and a static ``Expand`` of a 0 dim stops its process).
+        Before, ``Slice(Expand(x, zeros as 1s))``: it runs in OpenVINO while ``x`` has no 0 dim, and onnxruntime
+        1.31's ExpandElimination, which took an Expand to a 0-size dim for a no-op, leaves it alone.
         """
         self.require(8, "Expand")
         if output is not None and static_out is not None and self.elision is not None and 0 not in static_out \
@@ -149,6 +152,12 @@ class Emitter:
             return self._elide(x, output)
         if static_out is None or 0 not in static_out:
             return self._node("Expand", [x, shape], output)
+        if self.allowzero:
+            flat = self._node("Reshape", [x, self.const_i64([-1], "flat")], None)
+            zero = self.const_i64([0], "zero")
+            none = self._node("Slice", [flat, zero, zero], None)
+            target = shape if checked else self.const_i64(static_out, "empty_shape")
+            return self._node("Reshape", [none, target], output, allowzero=1)
         ones = [d if d != 0 else 1 for d in static_out]
         nonzero = self.const_i64(ones, "shape_nonzero")
         if checked:  # the token (shape - static_out) stays on the data path
@@ -276,20 +285,23 @@ class Emitter:
         """``[0]`` (int64), computed only when every condition (a bool tensor) holds everywhere.
 
         With ``bad`` the number of false elements, the node ``name`` is ``Expand([k, k, k], [3 + bad])``,
-        ``k = bad * 2**40``: three values cannot take a shape of 4 or more, so ONNX Runtime and ``onnx.reference``
-        fail there unless bad is 0. The token is the sum of its output: 0 when every condition holds, and at least
-        2**40 otherwise, however a runtime computes the probe. OpenVINO's CPU plugin computes shape arithmetic
-        without checking it (an ``Expand`` of incompatible shapes returns its input), so there the token makes the
-        ``Expand`` on the data path fail instead (its target is off by at least 2**40: no dim but 1 broadcasts to
-        it, and no runtime can allocate it). No size can be negative (OpenVINO's reader refuses a
-        ``ConstantOfShape`` that could be), and the count is a ``ReduceSum`` with its axes (OpenVINO 2026.0 fuses
-        a ``ReduceMin`` of a ``Concat`` wrongly).
+        ``k = 2**28`` if bad else 0: three values cannot take a shape of 4 or more, so ONNX Runtime and
+        ``onnx.reference`` fail there unless bad is 0. The token is the sum of its output: 0 when every condition
+        holds, and 3 * 2**28 otherwise where a runtime computes the probe without checking it. OpenVINO's CPU
+        plugin does (its shape arithmetic returns an incompatible ``Expand``'s input), so there the token makes the
+        ``Expand`` on the data path fail instead: its target is off by 3 * 2**28, which no dim but 1 broadcasts to
+        (a 1 would take that many elements per dim: gigabytes from rank 2). The values fit int32, which OpenVINO
+        computes int64 in (2**40 there was 0). No size can be negative (OpenVINO's reader refuses a
+        ``ConstantOfShape`` that could be, and its ``Broadcast`` after an elementwise op takes the larger of two
+        shapes), and the count is a ``ReduceSum`` with its axes (OpenVINO 2026.0 fuses a ``ReduceMin`` of a
+        ``Concat`` wrongly).
         """
         failures = [self.cast(self.standard("Not", [condition]), TensorProto.INT64) for condition in conditions]
         bad = self.reduce_sum(self.standard("Concat", [self.const_i64([0], "zero"), *failures], axis=0), [0],
                               keepdims=True)
         size = self.standard("Add", [bad, self.const_i64([3], "three")])
-        scaled = self.standard("Mul", [bad, self.const_i64([_POISON], "poison")])
+        failed = self.cast(self.standard("Greater", [bad, self.const_i64([0], "zero")]), TensorProto.INT64)
+        scaled = self.standard("Mul", [failed, self.const_i64([_POISON], "poison")])
         probe = self.named("Expand", [self.standard("Concat", [scaled, scaled, scaled], axis=0), size], name)
         return self.reduce_sum(probe, [0], keepdims=True)
 

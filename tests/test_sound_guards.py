@@ -337,3 +337,69 @@ def test_empty_static_output_keeps_its_check() -> None:
         pytest.fail(f"returned {[o.shape for o in outputs]}")
     (out,) = tools.ort_run(converted, {"x": np.ones(4, np.int32)})
     assert out.shape == (0, 4, 0)
+
+
+# --- 8. a target whose shape no runtime can hold --------------------------------------------------------------------
+
+HUGE_TARGETS = [[2**63 - 1, 0], [2**40, 2**40, 0], [2**62, 3, 0], [2**60, 1]]
+
+
+def _ort_value_shapes(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[list[int]]:
+    """Plain ORT's output shapes as ORT holds them (no numpy array is made, which would refuse (2**63 - 1, 0))."""
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    values = {name: ort.OrtValue.ortvalue_from_numpy(value) for name, value in feeds.items()}
+    return [list(v.shape()) for v in session.run_with_ort_values(None, values)]
+
+
+@pytest.mark.parametrize("mode", ["numpy", "bidirectional", "pdpd"])
+@pytest.mark.parametrize("target", HUGE_TARGETS, ids=str)
+def test_targets_past_int64_sizes_fail_everywhere(target: list, mode: str) -> None:
+    """Zero elements, but dims whose product (0s skipped) times 8 bytes is past int64: numpy cannot make the array,
+    ORT would return it (and a non-empty one that large, which no memory holds). Every path fails: the kernel, both
+    backends, the converted model in ORT (looked at as ORT values) and onnx.reference."""
+    x = np.zeros(0, F32) if 0 in target else np.zeros(1, F32)
+    reason = "cannot exist" if 0 in target else "would take"  # a non-empty one: over the memory limit, in bytes
+    with pytest.raises(onnx_bcast.BroadcastError, match=reason):
+        onnx_bcast.broadcast(x, np.array(target, np.int64), mode=mode)
+    model = _one_node(17, "Broadcast", {"mode": mode}, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None]),
+                                                         helper.make_tensor_value_info("t", TensorProto.INT64,
+                                                                                       [len(target)])], [])
+    feeds = {"x": x, "t": np.array(target, np.int64)}
+    for backend in ("numpy", "native"):
+        with pytest.raises(onnx_bcast.BroadcastError, match=f"'n'.*{reason}"):
+            onnx_bcast.InferenceSession(model, backend=backend).run(None, feeds)
+    converted = onnx_bcast.convert(model)
+    with pytest.raises(Exception, match="multiply to at most 2"):
+        shapes = _ort_value_shapes(converted, feeds)
+        pytest.fail(f"plain ORT returned {shapes}")
+    with pytest.raises(Exception):  # noqa: B017
+        ReferenceEvaluator(converted).run(None, feeds)
+
+
+def test_static_target_past_int64_sizes_is_refused() -> None:
+    """The same target as a constant: the conversion fails with the node's error, like both backends."""
+    model = _one_node(17, "Broadcast", {"mode": "numpy"}, [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                         [None])],
+                      [_i64("t", 2**63 - 1, 0)])
+    with pytest.raises(onnx_bcast.BroadcastError, match="'n'.*cannot exist"):
+        onnx_bcast.convert(model)
+    for backend in ("numpy", "native"):
+        with pytest.raises(onnx_bcast.BroadcastError, match="cannot exist"):
+            onnx_bcast.InferenceSession(model, backend=backend).run(None, {"x": np.zeros(0, F32)})
+
+
+def test_v0_run_time_shape_past_int64_sizes_fails() -> None:
+    """BroadcastV0's ONNX Runtime form, its shape fed at run time: (2**63 - 1, 0) fails in the converted model."""
+    node = helper.make_node("BroadcastV0", ["x", "s", "a"], ["y"], domain="onnx_bcast", name="v0")
+    node.attribute.extend([helper.make_attribute(name, [], attr_type=onnx.AttributeProto.INTS)
+                           for name in ("shape", "broadcast_axes")])  # empty: the lists come as inputs
+    model = _model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None]),
+                            helper.make_tensor_value_info("s", TensorProto.INT64, [2]),
+                            helper.make_tensor_value_info("a", TensorProto.INT64, [1])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    feeds = {"x": np.zeros(0, F32), "s": np.array([2**63 - 1, 0], np.int64), "a": np.array([0], np.int64)}
+    with pytest.raises(onnx_bcast.BroadcastError, match="cannot exist"):
+        onnx_bcast.InferenceSession(model).run(None, feeds)
+    with pytest.raises(Exception, match="multiply to at most 2"):
+        shapes = _ort_value_shapes(onnx_bcast.convert(model), feeds)
+        pytest.fail(f"plain ORT returned {shapes}")

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
-from onnx_bcast.ops.common import Shape, check_rank, int_vector, target_dims
+from onnx_bcast.ops.common import Shape, check_elements, check_rank, int_vector, target_dims
 
 MODES = ("numpy", "explicit", "bidirectional", "pdpd")
 _ALIASES = {"none": "explicit"}
@@ -138,6 +138,12 @@ def broadcast_shape(data_shape: Any, target_shape: Any, axes_mapping: Any = None
     shapes = f"data {fmt_shape(d)}, target {fmt_shape(t)}"
     check_rank(op, mode, "data", d, shapes)
     check_rank(op, mode, "target", t, shapes)  # the output's rank is at most the larger of the two
+    out = _mode_shape(op, mode, d, t, a, axis)
+    check_elements(op, mode, out, shapes)
+    return out
+
+
+def _mode_shape(op: str, mode: str, d: Shape, t: Shape, a: Shape | None, axis: Any) -> Shape:
     if mode == "numpy":
         return _numpy_shape(op, d, t)
     if mode == "bidirectional":

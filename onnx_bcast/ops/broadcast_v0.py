@@ -15,6 +15,7 @@ from onnx_bcast.ops.common import (
     Input,
     OpSpec,
     Shape,
+    check_elements,
     check_rank,
     int_vector,
     read_array,
@@ -46,6 +47,7 @@ def broadcast_v0_shape(arg_shape: Any, shape: Any, broadcast_axes: Any, op: str 
     if required != d:
         raise BroadcastError(op, "", f"arg shape {fmt_shape(d)} must equal shape {fmt_shape(out)} without "
                                      f"broadcast_axes {sorted(axes)}, which is {fmt_shape(required)}")
+    check_elements(op, "", out, shapes)
     return out
 
 

@@ -146,6 +146,25 @@ def check_rank(op: str, mode: str, what: str, shape: Shape, shapes: str, mode_at
                              mode_attr=mode_attr)
 
 
+MAX_ELEMENTS = 2**60 - 1  # the widest element (8 bytes) times this still fits int64: numpy and ORT size arithmetic
+
+
+def check_elements(op: str, mode: str, out: Shape, shapes: str, mode_attr: str = "mode") -> None:
+    """A BroadcastError when an empty output's non-zero dims multiply past ``MAX_ELEMENTS``: no runtime can hold
+    that shape, though it has no element (``(2**63 - 1, 0)``: numpy cannot make it, ORT would return it). A
+    non-empty output that large is over the memory limit (``memory_guard``), which says so in bytes."""
+    if 0 not in out:
+        return
+    count = 1
+    for d in out:
+        if d > 0:
+            count *= d
+    if count > MAX_ELEMENTS:
+        raise BroadcastError(op, mode, f"output {fmt_shape(out)} cannot exist: its non-zero dims multiply to "
+                                       f"{count:.2e} elements, over 2**60 - 1 (8-byte elements must fit int64 "
+                                       f"sizes); {shapes}", mode_attr=mode_attr)
+
+
 def read_array(value: Any, op: str, mode: str, what: str, mode_attr: str = "mode") -> np.ndarray:
     """``value`` as a numpy array; a BroadcastError where numpy cannot make one (nested over 64 deep, ragged)."""
     try:
