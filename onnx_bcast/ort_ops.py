@@ -186,8 +186,10 @@ def elementwise_check(a_shape: np.ndarray, b_shape: np.ndarray, **attrs: Any) ->
                               mode_attr="auto_broadcast")
         aligned = pdpd_alignment(a, b, axis, op) if rule == "pdpd" else b
         if 0 in aligned and aligned != b and not int(attrs.get("allowzero", 1)):
-            raise BroadcastError(op, rule, f"a zero-size B {b} aligned to {aligned} needs Reshape with allowzero "
-                                           "(default-domain opset >= 14) in the ORT path", mode_attr="auto_broadcast")
+            # before opset 14 a 0 in Reshape's shape copies the input's dim: the first 0 becomes -1 (inferred as 0,
+            # B being empty) and any other a 1, which the op's broadcasting against A's 0 there makes 0 again
+            first = aligned.index(0)
+            aligned = tuple(-1 if k == first else 1 if d == 0 else d for k, d in enumerate(aligned))
         return np.asarray(aligned, dtype=np.int64)
     except BaseException as exc:  # never let an exception reach the bridge: it would abort the process
         if not isinstance(exc, BroadcastError):

@@ -136,7 +136,7 @@ class CheckedElementwise:
                                  op=self.op, node=bound.label, quiet=self.quiet, auto_broadcast=self.mode,
                                  axis=int(bound.attrs["axis"]), allowzero=int(emit.allowzero),
                                  elem_type=bound.types[0] or 0, max_output_bytes=_limit_attr(self.max_output_bytes))
-        # before opset 14 the check itself refuses a zero-size aligned B (the attribute allowzero tells it)
+        # before opset 14 the check gives a zero-size aligned B a shape without 0s (the attribute allowzero tells it)
         self.standard.emit_standard(emit, bound, emit.reshape(b, aligned, may_hold_zero=emit.allowzero), form)
 
 

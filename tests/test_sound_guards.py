@@ -403,3 +403,21 @@ def test_v0_run_time_shape_past_int64_sizes_fails() -> None:
     with pytest.raises(Exception, match="multiply to at most 2"):
         shapes = _ort_value_shapes(onnx_bcast.convert(model), feeds)
         pytest.fail(f"plain ORT returned {shapes}")
+
+
+@pytest.mark.parametrize("opset", [11, 13, 14])
+@pytest.mark.parametrize(("a_shape", "b_shape", "axis"), [((0, 4, 4, 0), (0, 4), 0), ((2, 0, 3), (0,), 1),
+                                                          ((2, 0, 0, 3), (0, 0), 1), ((0, 2, 0), (2, 0), 1)])
+def test_pdpd_zero_size_b_before_opset_14(opset: int, a_shape: tuple, b_shape: tuple, axis: int) -> None:
+    """Elementwise pdpd with an empty B whose dims sit inside A (found by the fuzz's scenario paths: the numpy
+    backend refused it before opset 14): numpy's minimum of A and B reshaped to A's rank at ``axis``, on every
+    path."""
+    a = np.zeros(a_shape, F32)
+    b = np.zeros(b_shape, F32)
+    aligned = (1,) * axis + b_shape + (1,) * (len(a_shape) - axis - len(b_shape))
+    expected = np.minimum(a, b.reshape(aligned))
+    model = _one_node(opset, "Min", {"auto_broadcast": "pdpd", "axis": axis},
+                      [helper.make_tensor_value_info("a", TensorProto.FLOAT, [None] * len(a_shape)),
+                       helper.make_tensor_value_info("b", TensorProto.FLOAT, [None] * len(b_shape))], [])
+    for (out,) in _every_path(model, {"a": a, "b": b}):
+        np.testing.assert_array_equal(out, expected, strict=True)
