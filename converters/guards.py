@@ -1,11 +1,11 @@
 """Run-time guards: SPEC §2's errors that the converter cannot prove absent, checked in standard ONNX.
 
-All open conditions of a node together become ``Expand([k, k, k], [3 + bad])`` (``Emitter.check_token``, ``bad``
-the number of false elements, ``k = 2**28`` if bad else 0): it runs when they hold and fails the run otherwise.
-Its ``ReduceSum`` is the *token*, ``[0]`` (``3 * 2**28`` after a failure, docs/guards.md), which is added to an
-``Expand`` target the data path needs (the rule's own, or ``Expand(x, Shape(x) + token)``): the values and the
-length stay as they were (so the rank stays static for runtimes that need it), and no optimizer can prune or fold
-the check without evaluating it. The failing node is named ``<our node>/guard: <its rules>``, which runtimes quote.
+All open conditions of a node together become two probes that fail unless they hold (``Emitter.check_token``:
+an ``Expand`` that ONNX Runtime checks and a ``Reshape`` that OpenVINO checks, docs/guards.md). Their sum is the
+*token*, ``[0]``, which is added to an ``Expand`` target the data path needs (the rule's own, or
+``Expand(x, Shape(x) + token)``): the values and the length stay as they were (so the rank stays static for
+runtimes that need it), and no optimizer can prune or fold the check without evaluating it. The failing node is
+named ``<our node>/guard: <its rules>``, which runtimes quote.
 """
 
 from __future__ import annotations

@@ -284,17 +284,16 @@ class Emitter:
     def check_token(self, conditions: Sequence[str], name: str) -> str:
         """``[0]`` (int64), computed only when every condition (a bool tensor) holds everywhere.
 
-        With ``bad`` the number of false elements, the node ``name`` is ``Expand([k, k, k], [3 + bad])``,
-        ``k = 2**28`` if bad else 0: three values cannot take a shape of 4 or more, so ONNX Runtime and
-        ``onnx.reference`` fail there unless bad is 0. The token is the sum of its output: 0 when every condition
-        holds, and 3 * 2**28 otherwise where a runtime computes the probe without checking it. OpenVINO's CPU
-        plugin does (its shape arithmetic returns an incompatible ``Expand``'s input), so there the token makes the
-        ``Expand`` on the data path fail instead: its target is off by 3 * 2**28, which no dim but 1 broadcasts to
-        (a 1 would take that many elements per dim: gigabytes from rank 2). The values fit int32, which OpenVINO
-        computes int64 in (2**40 there was 0). No size can be negative (OpenVINO's reader refuses a
-        ``ConstantOfShape`` that could be, and its ``Broadcast`` after an elementwise op takes the larger of two
-        shapes), and the count is a ``ReduceSum`` with its axes (OpenVINO 2026.0 fuses a ``ReduceMin`` of a
-        ``Concat`` wrongly).
+        With ``bad`` the number of false elements and ``k = 2**28`` if bad else 0, two probes read ``[k, k, k]``:
+        ``Expand`` to ``[3 + bad]`` (named ``name``), which ONNX Runtime and ``onnx.reference`` check, and
+        ``Reshape`` to ``[1, 3 + bad]`` (named ``name (reshaped)``), which OpenVINO's CPU plugin checks (it runs an
+        incompatible ``Expand`` in shape arithmetic unchecked, and drops a 1-D to 1-D ``Reshape``): three values
+        take neither shape unless bad is 0. The token is the sum of both: 0 when every condition holds. Where a
+        runtime checked neither, it is ``6 * 2**28``, which the data path's ``Expand`` cannot take for any dim but
+        1. Its values fit int32 (OpenVINO computes int64 as int32: ``2**40`` was 0 there) and are never negative
+        (OpenVINO's reader refuses a ``ConstantOfShape`` that could be, and its ``Broadcast`` moved past an
+        elementwise op takes the larger of two shapes). The count is a ``ReduceSum`` with its axes (OpenVINO 2026.0
+        fuses a ``ReduceMin`` of a ``Concat`` wrongly).
         """
         failures = [self.cast(self.standard("Not", [condition]), TensorProto.INT64) for condition in conditions]
         bad = self.reduce_sum(self.standard("Concat", [self.const_i64([0], "zero"), *failures], axis=0), [0],
@@ -302,8 +301,13 @@ class Emitter:
         size = self.standard("Add", [bad, self.const_i64([3], "three")])
         failed = self.cast(self.standard("Greater", [bad, self.const_i64([0], "zero")]), TensorProto.INT64)
         scaled = self.standard("Mul", [failed, self.const_i64([_POISON], "poison")])
-        probe = self.named("Expand", [self.standard("Concat", [scaled, scaled, scaled], axis=0), size], name)
-        return self.reduce_sum(probe, [0], keepdims=True)
+        triple = self.standard("Concat", [scaled, scaled, scaled], axis=0)
+        probe = self.named("Expand", [triple, size], name)
+        # OpenVINO runs the Expand unchecked but checks a Reshape's element count (2-D: it drops 1-D to 1-D ones)
+        reshaped = self.named("Reshape", [triple, self.standard("Concat", [self.const_i64([1], "one"), size], axis=0)],
+                              f"{name} (reshaped)")
+        return self.standard("Add", [self.reduce_sum(probe, [0], keepdims=True),
+                                     self.reduce_sum(reshaped, [0, 1], keepdims=False)])
 
     def tied(self, x: str, shape: str, token: str) -> str:
         """``x`` (whose shape is ``shape``) after a check: ``Expand(x, shape + token)``, the same values for a

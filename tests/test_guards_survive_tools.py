@@ -200,3 +200,25 @@ def test_openvino_runs_static_empty_outputs(case: Case, opset: int) -> None:
     for port, want in zip(compiled.outputs, expected, strict=True):
         got = np.asarray(results[port])
         assert got.shape == np.shape(want) and got.dtype == np.asarray(want).dtype, (got.shape, got.dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.float32])
+def test_openvino_fails_a_check_tied_to_one_element(dtype: type) -> None:
+    """BroadcastV0 to shape [3] without new axes needs arg of shape (3,); arg (1,) must fail in OpenVINO too (found by
+    the fuzz's scenario paths: the check tied to a 1-D one-element arg once stretched it to 3 * 2**28 values there,
+    as OpenVINO does not check an Expand in shape arithmetic; the Reshape probe fails)."""
+    pytest.importorskip("openvino", reason="openvino is not installed")
+    node = onnx.helper.make_node("BroadcastV0", ["x"], ["y"], domain="onnx_bcast", name="v0", shape=[3])
+    node.attribute.append(onnx.helper.make_attribute("broadcast_axes", [], attr_type=onnx.AttributeProto.INTS))
+    elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    graph = onnx.helper.make_graph([node, onnx.helper.make_node("Neg", ["y"], ["z"])], "g",
+                                   [onnx.helper.make_tensor_value_info("x", elem, ["N"])],
+                                   [onnx.helper.make_tensor_value_info("z", elem, None)])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 18),
+                                                         onnx.helper.make_opsetid("onnx_bcast", 1)])
+    converted = onnx_bcast.convert(model)
+    with pytest.raises(Exception, match="v0/guard"):
+        outputs = tools.openvino_run(converted, {"x": np.ones(1, dtype)})
+        pytest.fail(f"OpenVINO returned {[o.shape for o in outputs]}")
+    np.testing.assert_array_equal(tools.openvino_run(converted, {"x": np.arange(3, dtype=dtype)})[0],
+                                  -np.arange(3, dtype=dtype))
