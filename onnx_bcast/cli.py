@@ -1,42 +1,36 @@
-"""The ``onnx-bcast`` command: convert, run, check and demo."""
+"""The ``onnx-bcast`` command: convert, run, check, demo and ops."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import onnx
 
+from onnx_bcast.cli_args import parse
+from onnx_bcast.cli_inputs import ModelProblem, feeds_for, parse_inputs, random_note, save_outputs
+from onnx_bcast.cli_report import all_nodes, op_table, progress_printer, verification_text
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.inputs import random_feeds
-from onnx_bcast.op_listing import version_text
-from onnx_bcast.runtimes import RUNTIMES
 
 logger = logging.getLogger("onnx_bcast.cli")
 
 EXIT_OK, EXIT_MODEL, EXIT_USAGE = 0, 1, 2
-PROGRESS_FROM = 5000  # nodes of ours from which convert shows its progress
-
-
-class ModelProblem(Exception):
-    """A problem with the user's model or inputs: one line on stderr, exit status 1."""
+MAX_MESSAGE = 2000  # characters of an error message shown (ORT's may hold a whole graph dump)
 
 
 def _load_with_flag(path: str) -> tuple[onnx.ModelProto, bool]:
     from onnx_bcast.model_io import ModelTooLarge, UnsafeModel, load_model_file
 
-    file = Path(path)
-    if not file.is_file():
-        raise ModelProblem(f"{path}: no such file")
     try:
-        return load_model_file(file)
-    except (UnsafeModel, ModelTooLarge) as err:
+        return load_model_file(Path(path))
+    except (UnsafeModel, ModelTooLarge, FileNotFoundError) as err:
         raise ModelProblem(str(err)) from err
     except Exception as err:
         raise ModelProblem(f"{path}: not a readable ONNX model ({type(err).__name__}: {err})") from err
@@ -46,95 +40,90 @@ def _load(path: str) -> onnx.ModelProto:
     return _load_with_flag(path)[0]
 
 
-def _parse_inputs(pairs: Sequence[str]) -> dict[str, np.ndarray]:
-    feeds = {}
-    for pair in pairs:
-        name, sep, file = pair.partition("=")
-        if not sep or not name or not file:
-            raise ModelProblem(f"--input {pair!r}: expected NAME=FILE.npy")
-        try:
-            feeds[name] = np.load(file, allow_pickle=False)
-        except Exception as err:
-            raise ModelProblem(f"--input {name}: cannot read {file} ({type(err).__name__}: {err})") from err
-    return feeds
-
-
-def _feeds_for(session: Any, given: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
-    known = {i.name for i in session.get_inputs()}
-    unknown = sorted(set(given) - known)
-    if unknown:
-        raise ModelProblem(f"--input names {unknown} are not inputs of the model (inputs: {sorted(known)})")
-    try:
-        return random_feeds(session, seed, given)
-    except ValueError as err:
-        raise ModelProblem(str(err)) from err
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from onnx_bcast.runtimes import open_runtime, preview
 
     model = _load(args.model)
     runner = open_runtime(model, args.model, args.runtime, args.backend)
-    feeds = _feeds_for(runner, _parse_inputs(args.input), args.seed)
+    feeds, generated = feeds_for(runner, parse_inputs(args.input), dict(args.input_shapes), args.seed)
     start = time.perf_counter()
-    outputs = runner.run(feeds)
+    try:
+        outputs = runner.run(feeds)
+    except Exception as err:
+        if generated:
+            err.add_note(random_note(generated, args.seed))
+        raise
     elapsed = (time.perf_counter() - start) * 1e3
+    if args.save_outputs:
+        save_outputs(args.save_outputs, outputs)
     for name, value in outputs:
         print(f"{name}: {value.dtype} {list(value.shape)}  {preview(value)}")
-    print(f"ran in {elapsed:.2f} ms")
+    print(f"ran in {elapsed:.2f} ms" + (f"; outputs saved in {args.save_outputs}" if args.save_outputs else ""))
     return EXIT_OK
+
+
+def _check_output_path(source: Path, target: Path, given: str) -> None:
+    """The output can be written: not the input, not a folder, in a folder that exists and is writable."""
+    if target.exists() and source.exists() and target.resolve() == source.resolve():
+        raise ModelProblem(f"{given}: is the input model; choose another output path")
+    if target.is_dir():
+        raise ModelProblem(f"{given}: is a directory; give the path of the file to write (e.g. "
+                           f"{target / (source.stem + '_standard.onnx')})")
+    if not target.parent.is_dir():
+        raise ModelProblem(f"{given}: folder {str(target.parent)!r} does not exist")
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        raise ModelProblem(f"{given}: cannot write in folder {str(target.parent)!r} (permission denied)")
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
     from onnx_bcast.convert import convert_with_report
     from onnx_bcast.model_io import save_atomically
-    from onnx_bcast.verify import verify_equal
 
     source, target = Path(args.model), Path(args.output)
-    if target.exists() and source.exists() and target.resolve() == source.resolve():
-        raise ModelProblem(f"{args.output}: is the input model; choose another output path")
-    if not target.parent.is_dir():
-        raise ModelProblem(f"{args.output}: folder {str(target.parent)!r} does not exist")
+    _check_output_path(source, target, args.output)
     model, external = _load_with_flag(args.model)
     start = time.perf_counter()
     converted, report = convert_with_report(model, opset=args.opset, guards=not args.no_guards,
-                                            progress=_progress_on_stderr)
+                                            progress=None if args.quiet else progress_printer(sys.stderr))
     seconds = time.perf_counter() - start
-    verification = (verify_equal(model, converted, _parse_inputs(args.input) or None, check_failures=not args.no_guards)
-                    if args.verify else None)
-    save_atomically(converted, target, external=external)
+    verification = _verify(args, model, converted) if args.verify else None
+    try:
+        save_atomically(converted, target, external=external)
+    except OSError as err:
+        raise ModelProblem(str(err).replace(str(target), args.output, 1)) from err
     for line in report.lines() or ["no onnx_bcast node: nothing to rewrite"]:
         print(line)
-    verified = ""
-    if verification is not None:
-        verified = " (verified: outputs identical" + (
-            f", {verification.rounded} of them up to summation-order rounding" if verification.rounded else "")
-        if verification.invalid_inputs:
-            verified += f"; {verification.invalid_inputs} inputs the original rejects fail in the converted model too"
-        verified += ")"
-    before, after = _node_count(model), _node_count(converted)
-    guards = sum(1 for node in _all_nodes(converted) if "/guard: " in node.name)
+    for line in op_table(model, converted):
+        print(line)
+    before, after = len(all_nodes(model)), len(all_nodes(converted))
+    guards = sum(1 for node in all_nodes(converted) if "/guard: " in node.name)
     print(f"{before} nodes -> {after} nodes ({sum(report.rewritten.values())} of ours rewritten, {guards} run-time "
           f"checks), {seconds:.2f} s")
-    print(f"wrote {args.output}{verified}")
+    print(f"wrote {args.output}{verification_text(verification)}")
     return EXIT_OK
 
 
-def _progress_on_stderr(done: int, total: int) -> None:
-    """A progress line for large models (more than a few thousand nodes of ours), on stderr."""
-    if total >= PROGRESS_FROM:
-        end = "\n" if done == total else ""
-        print(f"\rconverting: {done}/{total} nodes of ours", end=end, file=sys.stderr, flush=True)
+def _verify(args: argparse.Namespace, model: onnx.ModelProto, converted: onnx.ModelProto) -> object:
+    """``verify_equal`` on the inputs of ``--input``, ``--input-shapes`` and ``--seed``; inputs the original
+    rejects are a ModelProblem that says which were random and how to give them."""
+    from onnx_bcast.cli_inputs import check_names
+    from onnx_bcast.verify import InvalidInputs, verify_equal
 
-
-def _all_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
-    from onnx_bcast.model_walk import node_lists
-
-    return [node for entry in node_lists(model) for node in entry.container.node]
-
-
-def _node_count(model: onnx.ModelProto) -> int:
-    return len(_all_nodes(model))
+    given, shapes = parse_inputs(args.input), dict(args.input_shapes)
+    initialized = {tensor.name for tensor in model.graph.initializer}
+    check_names([value for value in model.graph.input if value.name not in initialized], given, shapes)
+    try:
+        return verify_equal(model, converted, given, seed=args.seed, check_failures=not args.no_guards,
+                            shapes=shapes)
+    except InvalidInputs as err:
+        if not err.random:
+            raise ModelProblem(f"--verify: the original model rejects the given inputs: {err.cause}") from err
+        names = ", ".join(map(repr, err.random))
+        plural = len(err.random) > 1
+        how = ("give them with --input NAME=FILE.npy" if plural else f"give it with --input {err.random[0]}=FILE.npy")
+        raise ModelProblem(f"--verify needs inputs the original model accepts, and it rejects the random "
+                           f"input{'s' if plural else ''} {names} (--seed {err.seed}): {err.cause}. Nothing was "
+                           f"written; {how} (a .npy file of valid values).") from err
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
@@ -152,8 +141,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     for line in report.lines:
         print(line)
     if report.errors:
+        sys.stdout.flush()
         for error in report.errors:
-            print(f"error: {error}", file=sys.stderr)
+            print(f"onnx-bcast check: {error}", file=sys.stderr)
         return EXIT_MODEL
     return EXIT_OK
 
@@ -164,84 +154,49 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK if run_demo(print) else EXIT_MODEL
 
 
-_EXAMPLES = {
-    "convert": "example:\n  onnx-bcast convert models/nchw_bias_explicit.onnx -o nchw_standard.onnx --verify",
-    "run": "example:\n  onnx-bcast run models/nchw_bias_explicit.onnx --input features=features.npy",
-    "check": "example:\n  onnx-bcast check models/batchnorm_v0.onnx",
-    "demo": "example:\n  onnx-bcast demo",
-    "ops": "example:\n  onnx-bcast ops",
-}
+HANDLERS = {"convert": cmd_convert, "run": cmd_run, "check": cmd_check, "demo": cmd_demo, "ops": cmd_ops}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="onnx-bcast",
-        description="Run ONNX models with explicit (OpenVINO/nGraph/PaddlePaddle) broadcasts in ONNX Runtime.",
-        epilog="exit status: 0 success, 1 model or input problem, 2 bad usage",
-        formatter_class=argparse.RawDescriptionHelpFormatter,  # --version on one line, however wide the terminal
-    )
-    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    parser.add_argument("--version", action="version", version=version_text())
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def one_line(text: str) -> str:
+    """A multi-line message on one line, every line kept (ORT puts the offending index on its second line)."""
+    joined = ""
+    for line in (part.strip() for part in text.splitlines()):
+        if line:
+            joined += ("" if not joined else " " if joined[-1] in ".:;," else "; ") + line
+    return joined if len(joined) <= MAX_MESSAGE else joined[:MAX_MESSAGE - 3] + "..."
 
-    def add(name: str, help_text: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help_text, description=help_text, epilog=_EXAMPLES[name],
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
 
-    convert = add("convert", "rewrite every onnx_bcast node into standard ONNX (the input is never modified)")
-    convert.add_argument("model", help="the .onnx file to convert")
-    convert.add_argument("-o", "--output", required=True, help="where to write the standard-ONNX model")
-    convert.add_argument("--opset", type=int, default=None,
-                         help="default-domain opset for a model that imports none (otherwise the model's own)")
-    convert.add_argument("--verify", action="store_true",
-                         help="run both models and require bit-identical outputs before writing anything")
-    convert.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
-                         help="with --verify: an input from a .npy file (random data otherwise)")
-    convert.add_argument("--no-guards", action="store_true",
-                         help="leave out the run-time checks: the converted model may then return values for inputs "
-                              "the original rejects")
-    convert.set_defaults(handler=cmd_convert)
-    run = add("run", "run a model through onnx-bcast's ONNX Runtime ops or OpenVINO (random inputs unless given)")
-    run.add_argument("model", help="the .onnx file")
-    run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input from a .npy file")
-    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: %(default)s)")
-    run.add_argument("--backend", choices=("numpy", "native"), default="numpy",
-                     help="numpy: our ops as Python kernels; native: the guarded standard lowering in plain ONNX "
-                          "Runtime (default: %(default)s)")
-    run.add_argument("--runtime", choices=RUNTIMES, default="onnxruntime",
-                     help="openvino: OpenVINO's CPU plugin reads our ops (needs onnx-bcast[openvino]; --backend is "
-                          "for onnxruntime) (default: %(default)s)")
-    run.set_defaults(handler=cmd_run)
-    check = add("check", "list a model's onnx_bcast nodes and validate what is statically known")
-    check.add_argument("model", help="the .onnx file")
-    check.set_defaults(handler=cmd_check)
-    demo = add("demo", "run every bundled model with our ORT ops, convert it, and check the converted model gives "
-                       "identical outputs in plain ORT and the reference evaluator")
-    demo.set_defaults(handler=cmd_demo)
-    ops = add("ops", "list onnx-bcast's ops with their inputs, attributes, defaults and modes")
-    ops.set_defaults(handler=cmd_ops)
-    return parser
+def _error_text(err: BaseException, with_type: bool) -> str:
+    text = one_line(str(err)) or type(err).__name__
+    for note in getattr(err, "__notes__", []):  # e.g. that the inputs were random
+        text += ("" if text[-1] in ".!?" else ".") + " " + one_line(note)
+    return f"{type(err).__name__}: {text}" if with_type else text
+
+
+def _configure_logging(args: argparse.Namespace) -> None:
+    level = (logging.ERROR if args.quiet else logging.DEBUG if args.verbose >= 2
+             else logging.INFO if args.verbose else logging.WARNING)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s: %(message)s")
+    args = parse(argv)
+    _configure_logging(args)
+    quiet = contextlib.redirect_stdout(io.StringIO()) if args.quiet else contextlib.nullcontext()  # errors only
     try:
-        return args.handler(args)
-    except (ModelProblem, BroadcastError, ValueError, ImportError, onnx.checker.ValidationError,
+        with quiet:
+            return HANDLERS[args.handler](args)
+    except (ModelProblem, BroadcastError, ValueError, ImportError, OSError, onnx.checker.ValidationError,
             onnx.shape_inference.InferenceError) as err:
         if args.debug:
             raise
-        print(f"onnx-bcast {args.command}: {str(err).splitlines()[0] if str(err) else type(err).__name__}",
-              file=sys.stderr)
+        print(f"onnx-bcast {args.command}: {_error_text(err, with_type=False)}", file=sys.stderr)
         return EXIT_MODEL
     except Exception as err:  # ORT and others: still one line unless --debug
         if args.debug:
             raise
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        print(f"onnx-bcast {args.command}: {type(err).__name__}: {first}", file=sys.stderr)
+        print(f"onnx-bcast {args.command}: {_error_text(err, with_type=True)}", file=sys.stderr)
         return EXIT_MODEL
 
 

@@ -48,22 +48,46 @@ def _dim_size(dim: Any, named_dims: dict[str, int] | None) -> int:
     return 1
 
 
-def _given_dims(session: Any, given: dict[str, np.ndarray]) -> dict[str, int]:
-    """Sizes of symbolic dims as the given arrays fix them."""
+def _given_dims(session: Any, given: dict[str, np.ndarray], shapes: dict[str, list[int]]) -> dict[str, int]:
+    """Sizes of symbolic dims as the given arrays, then the given shapes, fix them."""
     named: dict[str, int] = {}
     for meta in session.get_inputs():
-        value = given.get(meta.name)
-        if value is not None and len(meta.shape) == np.ndim(value):
-            for dim, size in zip(meta.shape, np.shape(value), strict=True):
-                if isinstance(dim, str) and dim:
-                    named.setdefault(dim, size)
+        for shape in (np.shape(given[meta.name]) if meta.name in given else None, shapes.get(meta.name)):
+            if shape is not None and len(meta.shape) == len(shape):
+                for dim, size in zip(meta.shape, shape, strict=True):
+                    if isinstance(dim, str) and dim:
+                        named.setdefault(dim, int(size))
     return named
 
 
-def random_feeds(session: Any, seed: int = 0, given: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-    """Feeds for every input of an ORT session: the given arrays, random data for the rest."""
+def _check_shapes(session: Any, shapes: dict[str, list[int]]) -> None:
+    """Each given shape is for an input of the session, with its declared rank and static dims."""
+    metas = {meta.name: meta for meta in session.get_inputs()}
+    for name, shape in shapes.items():
+        meta = metas.get(name)
+        if meta is None:
+            raise ValueError(f"a shape is given for {name!r}, which is not an input of the model "
+                             f"(inputs: {sorted(metas)})")
+        declared = list(meta.shape)
+        fixed = [d if isinstance(d, int) and d >= 0 else None for d in declared]
+        if declared and (len(declared) != len(shape) or
+                         any(f is not None and f != s for f, s in zip(fixed, shape, strict=True))):
+            shown = [d if isinstance(d, (int, str)) and d != "" else "?" for d in declared]
+            raise ValueError(f"input {name!r}: shape {list(shape)} does not fit the declared shape "
+                             f"[{', '.join(map(str, shown))}] (only its unknown or named dims may be chosen)")
+
+
+def random_feeds(session: Any, seed: int = 0, given: dict[str, np.ndarray] | None = None,
+                 shapes: dict[str, list[int]] | None = None) -> dict[str, np.ndarray]:
+    """Feeds for every input of an ORT session: the given arrays, random data for the rest.
+
+    ``shapes`` fixes the shape of a random input (its unknown and named dims; the declared static dims must
+    match), as polygraphy's ``--input-shapes`` does.
+    """
     rng = np.random.default_rng(seed)
-    given = given or {}
-    named_dims = _given_dims(session, given)
-    return {i.name: given[i.name] if i.name in given else random_input(i.name, i.type, i.shape, rng, named_dims)
+    given, shapes = given or {}, shapes or {}
+    _check_shapes(session, shapes)
+    named_dims = _given_dims(session, given, shapes)
+    return {i.name: given[i.name] if i.name in given else
+            random_input(i.name, i.type, shapes.get(i.name, i.shape), rng, named_dims)
             for i in session.get_inputs()}

@@ -28,6 +28,20 @@ class VerificationError(ValueError):
     original fails."""
 
 
+class InvalidInputs(VerificationError):
+    """The original model rejects the inputs of the verification, so there is nothing to compare.
+
+    ``random`` names the inputs that were generated (``seed``), ``cause`` is the original's ``BroadcastError``.
+    """
+
+    def __init__(self, cause: BroadcastError, random: list[str], seed: int) -> None:
+        self.cause, self.random, self.seed = cause, random, seed
+        which = (f"the random input{'s' if len(random) > 1 else ''} {', '.join(map(repr, random))} (seed {seed})"
+                 if random else "the given inputs")
+        super().__init__(f"the original model rejects {which}, so nothing can be compared: {cause}. Give valid "
+                         "inputs as feeds.")
+
+
 @dataclass
 class Verification:
     """What was checked: valid runs compared, and invalid inputs that failed in both models."""
@@ -73,22 +87,26 @@ def identical(a: Any, b: Any) -> bool:
 
 
 def verify_equal(original: ModelProto, converted: ModelProto, feeds: dict[str, np.ndarray] | None = None,
-                 seed: int = 0, check_failures: bool = True) -> Verification:
-    """Raise VerificationError unless both models give identical outputs on ``feeds`` (generated if None; a gradient's
-    float sums may differ by summation-order rounding: ``matches``), and (with
-    ``check_failures``) the converted model fails, in ORT and in ``onnx.reference``, on every variant of them that
-    the original rejects."""
+                 seed: int = 0, check_failures: bool = True, shapes: dict[str, list[int]] | None = None
+                 ) -> Verification:
+    """Raise VerificationError unless both models give identical outputs on ``feeds`` (the inputs not in it
+    generated from ``seed``, of ``shapes`` where given; a gradient's float sums may differ by summation-order
+    rounding: ``matches``), and (with ``check_failures``) the converted model fails, in ORT and in
+    ``onnx.reference``, on every variant of them that the original rejects. Inputs the original rejects raise
+    ``InvalidInputs``."""
     ours = InferenceSession(original)
     options = ort.SessionOptions()
     options.log_severity_level = 4  # runs on invalid inputs fail by design: no error log for them
     plain = ort.InferenceSession(converted.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    if feeds is None:
-        feeds = random_feeds(ours, seed)
+    given = feeds or {}
+    feeds = random_feeds(ours, seed, given, shapes)
+    generated = [name for name in feeds if name not in given]
+    logger.info("verifying on inputs %s", ", ".join(
+        f"{name} {list(np.shape(value))}{' (random)' if name in generated else ''}" for name, value in feeds.items()))
     try:
         expected = ours.run(None, feeds)
     except BroadcastError as err:
-        raise VerificationError(f"the generated inputs are not valid for the original model ({err}); "
-                                "give inputs that are") from err
+        raise InvalidInputs(err, generated, seed) from err
     got = plain.run(None, feeds)
     names = [o.name for o in ours.get_outputs()]
     sums, rounded = sums_gradients(original), 0

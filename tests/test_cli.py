@@ -134,7 +134,11 @@ def test_convert_reports_counts_and_writes_standard_onnx(tmp_path: Path, verify:
     assert proc.returncode == 0, proc.stderr
     suffix = " (verified: outputs identical)" if verify else ""
     lines = proc.stdout.splitlines()
-    assert lines[:-2] == _expected_report(EXPAND_MODES) and lines[-1] == f"wrote {out}{suffix}"
+    report = _expected_report(EXPAND_MODES)
+    assert lines[:len(report)] == report and lines[-1] == f"wrote {out}{suffix}"
+    # onnxsim's table: nodes per op type before and after (expand_modes: 4 of our Expand -> 4 standard Expand)
+    assert [line.split() for line in lines[len(report):-2]] == [
+        ["op", "type", "before", "after"], ["onnx_bcast.Expand", "4", "0"], ["Expand", "0", "4"]]
     # the summary: node counts (expand_modes holds its 4 Broadcast/Expand nodes only), checks and time
     assert re.fullmatch(r"4 nodes -> 4 nodes \(4 of ours rewritten, 0 run-time checks\), \d+\.\d\d s", lines[-2]), lines
     assert proc.stderr == ""
