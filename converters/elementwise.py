@@ -16,7 +16,7 @@ from __future__ import annotations
 from onnx import TensorProto
 
 from onnx_bcast.binding import Bound
-from onnx_bcast.converters.guards import checked_b
+from onnx_bcast.converters.guards import Guard, checked_b
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.ops.elementwise import ARITHMETIC, pdpd_axes_plan
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
@@ -72,10 +72,21 @@ class ElementwiseRule:
         if not squeeze and unsqueeze == tuple(range(start)):
             return b  # numpy's right alignment already is the pdpd one
         if squeeze:
+            if self.guards:  # a Squeeze that fails is no check: optimizers fold Squeeze + Unsqueeze away
+                b = _checked_past_a(emit, bound, b, squeeze)
             b = emit.squeeze(b, squeeze)
         if unsqueeze:
             b = emit.unsqueeze(b, unsqueeze)
         return b
+
+
+def _checked_past_a(emit: Emitter, bound: Bound, b: str, axes: tuple[int, ...]) -> str:
+    """B after the check that its dims at ``axes`` (past A's end) are 1 (proven where they are known)."""
+    guard = Guard(emit, bound)
+    shape = emit.shape(b)
+    past = guard.op("Gather", shape, guard.i64(*axes), axis=0)
+    guard.require(guard.op("Equal", past, guard.i64(1)), "pdpd: B's dims past A's end must be 1")
+    return guard.tied(b, shape)
 
 
 def rules(guards: bool) -> list[ElementwiseRule]:

@@ -147,9 +147,17 @@ class GuardFacts:
             return tuple(int(d) if d is not None else (self._names[i], k) for k, d in enumerate(dims))
         return self._emitted_shape(name)
 
+    def _is_tie(self, node: NodeProto) -> bool:
+        """Whether ``node`` is ``Expand(x, Shape(x) + token)``, a check's tie (``Emitter.tied``)."""
+        add = self._producer.get(node.input[1])
+        shape = self._producer.get(add.input[0]) if add is not None and add.op_type == "Add" else None
+        return shape is not None and shape.op_type == "Shape" and shape.input[0] == node.input[0]
+
     def _emitted_shape(self, name: str) -> Value:
         """The dims of a value the rule wrote: ``Unsqueeze``/``Squeeze`` of an input, a cast, or a 1-D value of ours."""
         node = self._producer.get(name)
+        if node is not None and node.op_type == "Expand" and self._is_tie(node):
+            return self._shape_of(node.input[0])  # a run that reaches it passed the check: the same shape
         if node is not None and node.op_type in ("Unsqueeze", "Squeeze", "Cast", "Identity"):
             source = self._shape_of(node.input[0])
             if source is None or node.op_type in ("Cast", "Identity"):

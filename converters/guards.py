@@ -221,9 +221,11 @@ def checked_b(emit: Emitter, bound: Bound, a: str, b: str) -> str:
     shapes for ``none``/``pdpd``), tied into the data path (``Guard.tied``)."""
     guard = Guard(emit, bound)
     sa, sb = emit.shape(a), emit.shape(b)
-    limit = guard.i64(MAX_RANK)
-    rank_ok = guard.op("And", guard.at_most(guard.length(sa), limit), guard.at_most(guard.length(sb), limit))
-    guard.require(rank_ok, f"ranks are at most {MAX_RANK}")
+    ranks = (bound.rank(0), bound.rank(1))
+    if None in ranks or max(ranks) > MAX_RANK:  # known ranks are judged here (``b`` may be B aligned, unknown to facts)
+        limit = guard.i64(MAX_RANK)
+        rank_ok = guard.op("And", guard.at_most(guard.length(sa), limit), guard.at_most(guard.length(sb), limit))
+        guard.require(rank_ok, f"ranks are at most {MAX_RANK}")
     if bound.mode == "numpy":
         pass  # the standard op's own broadcasting is the rule
     elif bound.mode == "none":

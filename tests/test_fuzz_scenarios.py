@@ -15,7 +15,7 @@ import pytest
 from tests.test_fuzz_slice import fuzz  # noqa: F401 - the fixture that loads bench/fuzz.py
 
 TOOL_MODULES = ("onnxscript", "onnx_ir", "onnxsim", "onnxoptimizer", "openvino")
-KNOWN: tuple[str, ...] = ()
+KNOWN: tuple[str, ...] = ("openvino-guard-fails-valid",)
 
 
 def test_scenario_slice_has_no_new_disagreement(fuzz) -> None:  # noqa: F811
@@ -77,3 +77,27 @@ def test_openvino_enforces_the_none_guard() -> None:
     converted: onnx.ModelProto = onnx_bcast.convert(model)
     with pytest.raises(Exception):  # noqa: B017
         tools.openvino_run(converted, {"x": np.float32([2, 3]), "b": np.float32([2])})
+
+
+@pytest.mark.xfail(strict=True, reason="known issue openvino-guard-fails-valid: OpenVINO fails the second check")
+def test_openvino_runs_a_valid_chain() -> None:
+    """Expand<explicit>(x, [3, 4], [0, 1]) then Greater<none> with c, dims dynamic, x (3, 1) and c (3, 4): valid, so
+    OpenVINO must return (3, 4) as the guards=False form does (bench/fuzz.py seed 0, case 25261)."""
+    pytest.importorskip("openvino", reason="openvino is not installed")
+    from onnx import TensorProto, helper, numpy_helper
+
+    import onnx_bcast
+    from tests import tool_pipelines as tools
+
+    nodes = [helper.make_node("Expand", ["x", "t", "a"], ["y1"], domain="onnx_bcast", name="first", mode="explicit"),
+             helper.make_node("Greater", ["y1", "c"], ["y"], domain="onnx_bcast", name="second",
+                              auto_broadcast="none")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [None, None]),
+                                           helper.make_tensor_value_info("c", TensorProto.DOUBLE, [None, None])],
+                              [helper.make_tensor_value_info("y", TensorProto.BOOL, None)],
+                              [numpy_helper.from_array(np.array([3, 4], np.int64), "t"),
+                               numpy_helper.from_array(np.array([0, 1], np.int64), "a")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("onnx_bcast", 1)])
+    feeds = {"x": np.ones((3, 1)), "c": np.zeros((3, 4))}
+    (out,) = tools.openvino_run(onnx_bcast.convert(model), feeds)
+    assert out.shape == (3, 4) and out.all()
