@@ -46,6 +46,9 @@ CORE_PATHS = ("scenario_numpy", "scenario_native", "scenario_converted_ort")
 ORT_LEVEL_PATHS = ("scenario_ort_disabled", "scenario_ort_basic", "scenario_ort_extended", "scenario_ort_all")
 TOOL_PATHS = ("scenario_onnxscript", "scenario_onnx_ir", "scenario_onnxsim", "scenario_onnxsim_fixed",
               "scenario_onnxoptimizer", *ORT_LEVEL_PATHS, "scenario_openvino")
+TOOL_MODULES = {"scenario_onnxscript": "onnxscript", "scenario_onnx_ir": "onnx_ir", "scenario_onnxsim": "onnxsim",
+                "scenario_onnxsim_fixed": "onnxsim", "scenario_onnxoptimizer": "onnxoptimizer",
+                "scenario_openvino": "openvino"}
 DECLARATIONS = ("static", "dynamic", "unknown", "by_value", "by_position")
 MIDDLE_OPS = ("Identity", "Relu", "Neg", "Abs")
 MIDDLE_FORMULA: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -367,6 +370,9 @@ def run_path(model: onnx.ModelProto, path: str, feeds: dict[str, np.ndarray]) ->
         return fz.our_session(model, path.removeprefix("scenario_")).run(None, feeds)
     if _opset(model) < GUARD_OPSET:
         raise Skip(f"guarded convert needs default-domain opset >= {GUARD_OPSET}")
+    module = TOOL_MODULES.get(path)
+    if module is not None and importlib.util.find_spec(module) is None:
+        raise Skip(f"{module} is not installed (pip install -e '.[tools]', openvino)")
     guarded = converted(model)
     t = tools()
     if path == "scenario_converted_ort":

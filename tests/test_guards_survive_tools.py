@@ -170,6 +170,23 @@ def test_lower_to_standard_then_onnxscript(case: Case) -> None:
     _expect(case, lambda: tools.ort_run(optimized, feeds), "LowerToStandard + onnxscript")
 
 
+def _openvino_reads_allowzero() -> bool:
+    """Whether OpenVINO's ONNX reader takes ``Reshape(x, [2, 0], allowzero=1)`` of an empty ``x`` (0 is a size)."""
+    import openvino as ov
+    from onnx import helper, numpy_helper
+
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "s"], ["y"], allowzero=1)], "g",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [0])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array([2, 0], np.int64), "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    try:
+        ov.Core().read_model(model.SerializeToString(), b"")
+    except Exception:  # noqa: BLE001 - the reader's verdict is the question
+        return False
+    return True
+
+
 def _empty_output(case: Case) -> bool:
     expected = case.expected if isinstance(case.expected, tuple) else (case.expected,)
     return case.valid and any(0 in np.shape(e) for e in expected)
@@ -184,6 +201,8 @@ def test_openvino_runs_static_empty_outputs(case: Case, opset: int) -> None:
     pytest.importorskip("openvino", reason="openvino is not installed")
     import openvino as ov
 
+    if opset >= 14 and not _openvino_reads_allowzero():
+        pytest.skip(f"OpenVINO {ov.__version__} reads Reshape's allowzero=1 as 0 = copy (2026.4 reads it right)")
     model = case_model(case)
     model.opset_import[0].version = opset
     feeds = case_feeds(case)
