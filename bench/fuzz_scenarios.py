@@ -495,6 +495,10 @@ def judge(scenario: Scenario, path: str, status: str, got: Any, stage: str) -> t
         if got.bare is None:
             return None, "OpenVINO's runtime cannot run the bare form on this input (zero-size dims, SPEC §2)"
         if not fz.identical(got.guarded[0], got.bare[0]):
+            if got.guarded[0].dtype == np.float64 and fz.identical(got.guarded[0],
+                                                                   got.bare[0].astype(np.float32).astype(np.float64)):
+                return None, ("OpenVINO's CPU plugin computes float64 in float32: the check's Expand on the data "
+                              "path rounds where the guards=False form has no op")
             return f"OpenVINO: the guarded model's values differ from the bare form's: {got.guarded[0]!r:.200}", None
         return None, None
     if scenario.compare_op:
