@@ -151,8 +151,23 @@ def _infer(spec: OpSpec, guarded: bool):
         if isinstance(out_shapes, BroadcastError):
             raise out_shapes.with_node(_display_name(ctx))
         for i, out_shape in enumerate(out_shapes):
+            if out_shape is None and i == 0:
+                rank = _target_rank(spec.name, attrs, values)
+                if rank is not None:  # dims unknown (no rule checked them), the rank is the target's length
+                    ctx.set_output_type(i, helper.make_tensor_type_proto(elem, [None] * rank))
+                    continue
             ctx.set_output_type(i, _type_proto(elem, out_shape))
     return infer
+
+
+def _target_rank(op: str, attrs: dict, values: list) -> int | None:
+    """The output rank of a Broadcast/Expand whose target is a known 1-D constant, in the modes where the output
+    has the target's rank whatever the data (numpy, explicit, pdpd); else None."""
+    if op not in ("Broadcast", "Expand") or len(values) < 2 or values[1] is None:
+        return None
+    mode = {"none": "explicit"}.get(str(attrs.get("mode")), str(attrs.get("mode")))
+    dims = values[1][2]  # (dtype, data, shape)
+    return int(dims[0]) if mode in ("numpy", "explicit", "pdpd") and len(dims) == 1 else None
 
 
 def inference_function(spec: OpSpec):

@@ -516,3 +516,20 @@ def test_pdpd_b_past_a_survives_squeeze_folding() -> None:
             pytest.fail(f"{tool} returned {[o.shape for o in outputs]}")
     (out,) = tools.ort_run(converted, {"A": a, "B": np.full(1, 2, F32)})
     np.testing.assert_array_equal(out, a * 2)
+
+
+def test_a_guarded_broadcast_output_has_its_target_rank() -> None:
+    """Broadcast<explicit>(x [?, ?], constant [3, 4], [0, 1]) then Add<pdpd, axis 1>(., c [?]): the first output's
+    rank is the target's length whatever x is, so the pdpd node converts (it was refused, "needs the ranks") and its
+    check holds no rank rule; values: numpy's broadcast of x to (3, 4), plus c on axis 1."""
+    nodes = [helper.make_node("Broadcast", ["x", "t", "a"], ["y1"], domain="onnx_bcast", name="first", mode="explicit"),
+             helper.make_node("Add", ["y1", "c"], ["y"], domain="onnx_bcast", name="second", auto_broadcast="pdpd",
+                              axis=1)]
+    model = _model(nodes, [_vi("x", [None, None]), _vi("c", [None])], [_vi("y", None)],
+                   [_i64("t", 3, 4), _i64("a", 0, 1)])
+    converted = onnx_bcast.convert(model)
+    second = [n.name for n in converted.graph.node if n.name.startswith("second/guard: ")]
+    assert second and not any("ranks are at most" in name for name in second), second
+    x, c = np.arange(3, dtype=F32).reshape(3, 1), np.arange(4, dtype=F32) * 10
+    (out,) = tools.ort_run(converted, {"x": x, "c": c})
+    np.testing.assert_array_equal(out, np.broadcast_to(x, (3, 4)) + c[None, :])
