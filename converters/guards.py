@@ -10,14 +10,12 @@ named ``<our node>/guard: <its rules>``, which runtimes quote.
 
 from __future__ import annotations
 
-import math
-
 from onnx import TensorProto
 
 from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guard_facts import GuardFacts
 from onnx_bcast.emitter import Emitter
-from onnx_bcast.ops.common import MAX_ELEMENTS, MAX_RANK
+from onnx_bcast.ops.common import MAX_ELEMENTS, MAX_RANK, nonzero_product
 
 GUARD_OPSET = 11  # Equal/Less/Greater on int64, ScatterElements-era Slice and ConstantOfShape
 
@@ -68,7 +66,7 @@ class Guard:
         symbol) are a shape that exists."""
         value = GuardFacts(self.emit.nodes, self.emit.known_constants, self.bound).value(target)
         if value is not None and None not in value:
-            count = math.prod(e for e in value if isinstance(e, int) and e > 0)
+            count = nonzero_product([e for e in value if isinstance(e, int)])  # symbols: dims that exist
             if count > MAX_ELEMENTS:
                 raise self.bound.fail(f"the output cannot exist: its non-zero dims multiply to {count:.2e} elements, "
                                       f"over 2**60 - 1 "

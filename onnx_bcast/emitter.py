@@ -11,7 +11,7 @@ from onnx import NodeProto, TensorProto, helper, numpy_helper
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.model_walk import NameGenerator
 from onnx_bcast.node_build import make_node
-from onnx_bcast.ops.common import MAX_RANK
+from onnx_bcast.ops.common import MAX_RANK, zeros_inferred_dims
 from onnx_bcast.ops.elementwise import COMPARISONS, standard_form
 
 if TYPE_CHECKING:
@@ -252,9 +252,7 @@ class Emitter:
         if not may_hold_zero or (constant is not None and 0 not in constant):
             return self._node("Reshape", [x, shape], output)
         if constant is not None:
-            zeros = [k for k, d in enumerate(constant) if d == 0]
-            inferred = [-1 if k == zeros[0] else 1 if d == 0 else d for k, d in enumerate(constant)]
-            flat = self._node("Reshape", [x, self.const_i64(inferred, "shape_inferred")], None)
+            flat = self._node("Reshape", [x, self.const_i64(zeros_inferred_dims(constant), "shape_inferred")], None)
         else:
             flat = self._node("Reshape", [x, self.zeros_inferred(shape)], None)
         self.require(8, "Expand")

@@ -27,7 +27,7 @@ from onnx_bcast import ort_marshal
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.memory_guard import check_output_size
 from onnx_bcast.ops import OP_SPECS
-from onnx_bcast.ops.common import OpSpec
+from onnx_bcast.ops.common import OpSpec, zeros_inferred_dims
 from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment
 from onnx_bcast.process_state import record_error, state
 from onnx_bcast.schemas import DOMAIN, ELEMENTWISE_CHECK, GUARDED_DOMAIN
@@ -188,8 +188,7 @@ def elementwise_check(a_shape: np.ndarray, b_shape: np.ndarray, **attrs: Any) ->
         if 0 in aligned and aligned != b and not int(attrs.get("allowzero", 1)):
             # before opset 14 a 0 in Reshape's shape copies the input's dim: the first 0 becomes -1 (inferred as 0,
             # B being empty) and any other a 1, which the op's broadcasting against A's 0 there makes 0 again
-            first = aligned.index(0)
-            aligned = tuple(-1 if k == first else 1 if d == 0 else d for k, d in enumerate(aligned))
+            aligned = zeros_inferred_dims(aligned)
         return np.asarray(aligned, dtype=np.int64)
     except BaseException as exc:  # never let an exception reach the bridge: it would abort the process
         if not isinstance(exc, BroadcastError):

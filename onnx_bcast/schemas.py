@@ -14,6 +14,7 @@ from onnx.defs import OpSchema
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.input_keys import static_shape_of, value_key
 from onnx_bcast.ops import OP_SPECS, SPEC_BY_NAME
+from onnx_bcast.ops.broadcast_shape import canonical_mode
 from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec, Shape
 from onnx_bcast.ops.elementwise import canonical_rule
 
@@ -165,7 +166,10 @@ def _target_rank(op: str, attrs: dict, values: list) -> int | None:
     has the target's rank whatever the data (numpy, explicit, pdpd); else None."""
     if op not in ("Broadcast", "Expand") or len(values) < 2 or values[1] is None:
         return None
-    mode = {"none": "explicit"}.get(str(attrs.get("mode")), str(attrs.get("mode")))
+    try:
+        mode = canonical_mode(attrs.get("mode"), op)
+    except BroadcastError:
+        return None  # the rule says so where it is checked
     dims = values[1][2]  # (dtype, data, shape)
     return int(dims[0]) if mode in ("numpy", "explicit", "pdpd") and len(dims) == 1 else None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,16 +150,25 @@ def check_rank(op: str, mode: str, what: str, shape: Shape, shapes: str, mode_at
 MAX_ELEMENTS = 2**60 - 1  # the widest element (8 bytes) times this still fits int64: numpy and ORT size arithmetic
 
 
+def nonzero_product(dims: Sequence[int]) -> int:
+    """The product of the dims that are not 0 (what an empty array's shape would take in elements)."""
+    return math.prod(d for d in dims if d > 0)
+
+
+def zeros_inferred_dims(dims: Sequence[int]) -> tuple[int, ...]:
+    """A shape holding 0s written for a ``Reshape`` before opset 14 (a 0 there copies the input's dim) of empty
+    data: the first 0 becomes -1 (inferred as 0) and any other 0 a 1, which a later broadcast makes 0 again."""
+    first = list(dims).index(0)
+    return tuple(-1 if k == first else 1 if d == 0 else int(d) for k, d in enumerate(dims))
+
+
 def check_elements(op: str, mode: str, out: Shape, shapes: str, mode_attr: str = "mode") -> None:
     """A BroadcastError when an empty output's non-zero dims multiply past ``MAX_ELEMENTS``: no runtime can hold
     that shape, though it has no element (``(2**63 - 1, 0)``: numpy cannot make it, ORT would return it). A
     non-empty output that large is over the memory limit (``memory_guard``), which says so in bytes."""
     if 0 not in out:
         return
-    count = 1
-    for d in out:
-        if d > 0:
-            count *= d
+    count = nonzero_product(out)
     if count > MAX_ELEMENTS:
         raise BroadcastError(op, mode, f"output {fmt_shape(out)} cannot exist: its non-zero dims multiply to "
                                        f"{count:.2e} elements, over 2**60 - 1 (8-byte elements must fit int64 "
