@@ -830,13 +830,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 # the same cases is still new). They are counted and shown like every disagreement; ``allow_known`` (the CI slice)
 # only keeps them from failing the run. Drop an entry when the library is fixed (test_fuzz_slice's strict xfails
 # say when).
-KNOWN_ISSUES = {
-    # OpenVINO fails a valid chain at the second node's check: Expand<explicit>(x [?, ?] fed (3, 1), [3, 4], [0, 1])
-    # then Greater<none>(., c [?, ?] fed (3, 4)); its probe Reshape fails ('second/guard: ... (reshaped)') though
-    # every condition holds when the conditions are graph outputs (OpenVINO's transformations of the whole graph).
-    # It fails loudly; before the token fit int32 the poison was 0 there and hid it (found by the scenario paths)
-    "openvino-guard-fails-valid": "scenario_openvino fails a valid input at a check",
-}
+KNOWN_ISSUES: dict[str, str] = {}  # none today: the last one, "openvino-guard-fails-valid", is fixed
 CONVERTED_PATHS = ("session_native", "converted_ort", "converted_reference")
 
 
@@ -1118,9 +1112,7 @@ class Runner:
                 continue
             self.summary.count(path, valid)
             if problem:
-                known = "openvino-guard-fails-valid" if (path == "scenario_openvino" and valid and status != "ok"
-                                                         and "/guard: " in str(got)) else None
-                self.summary.disagree(case, path, f"{scenario.describe()}: {problem}", known)
+                self.summary.disagree(case, path, f"{scenario.describe()}: {problem}")
 
     # static shapes ----------------------------------------------------------------------------------------------
 

@@ -22,10 +22,12 @@ class ExplicitAxes:
         self.mode = "explicit"
         self.guards = guards
 
-    def _checked(self, emit: Emitter, bound: Bound, target: str) -> str:
+    def _checked(self, emit: Emitter, bound: Bound, aligned: str, target: str) -> tuple[str, str]:
+        """``Expand``'s ``(aligned, target)`` after the run-time checks, where they are due."""
         if self.guards and bound.out_shape is None:
-            return checked_target(emit, bound, bound.inputs[0], target, int64_input(emit, bound, 2, "axes_mapping"))
-        return target
+            return checked_target(emit, bound, bound.inputs[0], target, int64_input(emit, bound, 2, "axes_mapping"),
+                                  carrier=aligned)
+        return aligned, target
 
     def check(self, bound: Bound) -> str | None:
         return None
@@ -44,11 +46,10 @@ class ExplicitAxes:
                 return
             leading = new_axes == list(range(len(new_axes)))  # Expand right-aligns: leading axes need no Unsqueeze
             aligned = emit.unsqueeze(data, new_axes) if new_axes and not leading else data
-            emit.expand(aligned, self._checked(emit, bound, int64_input(emit, bound, 1, "target_shape")), bound.output,
-                        out_shape)
+            emit.expand(*self._checked(emit, bound, aligned, int64_input(emit, bound, 1, "target_shape")),
+                        bound.output, out_shape)
             return
         raw_target = int64_input(emit, bound, 1, "target_shape")
-        target = self._checked(emit, bound, raw_target)
         ones = emit.ones_like_shape(emit.shape(raw_target))
         if data_rank == 0:
             aligned_shape = ones
@@ -62,7 +63,7 @@ class ExplicitAxes:
             aligned = emit.reshape(data, emit.zeros_inferred(aligned_shape), may_hold_zero=False)
         else:
             aligned = emit.reshape(data, aligned_shape)
-        emit.expand(aligned, target, bound.output, out_shape)
+        emit.expand(*self._checked(emit, bound, aligned, raw_target), bound.output, out_shape)
 
 
 def _aligned(data_shape: tuple[int, ...], axes: tuple[int, ...], rank: int) -> tuple[int, ...]:

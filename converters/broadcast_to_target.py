@@ -31,10 +31,10 @@ class ExpandToTarget:
         if out_shape is not None and bound.static_shape(0) == out_shape:
             emit.identity(bound.inputs[0], bound.output)
             return
-        target = int64_input(emit, bound, 1, "target_shape")
+        data, target = bound.inputs[0], int64_input(emit, bound, 1, "target_shape")
         if self.guards and out_shape is None:
-            target = checked_target(emit, bound, bound.inputs[0], target)
-        emit.expand(bound.inputs[0], target, bound.output, out_shape)
+            data, target = checked_target(emit, bound, data, target)
+        emit.expand(data, target, bound.output, out_shape)
 
 
 def rules(guards: bool) -> list[ExpandToTarget]:

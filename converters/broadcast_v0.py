@@ -14,14 +14,11 @@ from onnx_bcast.ops.broadcast_v0 import broadcast_v0_shape, like_axes
 
 
 def _unsqueeze_expand(emit: Emitter, data: str, axes: list[int], shape: str | None, needs_expand: bool, output: str,
-                      static_out: tuple[int, ...] | None, checked: str | None = None) -> None:
+                      static_out: tuple[int, ...] | None, checked: tuple[str, str | None] | None = None) -> None:
     """``Expand(Unsqueeze(data, axes), shape)`` without the parts that change nothing. ``checked``: after the
-    run-time checks, ``Expand``'s shape, or where no axis replicates, the checked data itself."""
+    run-time checks, ``(data, shape)`` (``checked_against_shape``), one of them carrying the token."""
     if checked is not None:
-        if not needs_expand:
-            data = checked
-        else:
-            shape = checked
+        data, shape = checked
     if not axes and not needs_expand:
         emit.identity(data, output)
         return

@@ -100,10 +100,28 @@ class Guard:
         return self.emit.check_token([condition for condition, _ in self.conditions],
                                      f"{self.bound.label}/guard: {rules}")
 
+    def non_empty(self, vector: str) -> bool:
+        """Whether the 1-D ``vector`` is known before the run to hold at least one element."""
+        value = GuardFacts(self.emit.nodes, self.emit.known_constants, self.bound).value(vector)
+        return value is not None and len(value) > 0
+
     def tie(self, shape: str) -> str:
-        """``shape`` itself (plus the token's 0), available only after every open check passed."""
+        """``shape`` itself (plus the token's 0), available only after every open check passed. Only for a
+        ``shape`` that cannot be empty, such as a rank (``[] + token`` is ``[]``: a pass that knows the length folds
+        it away); ``tie_expand`` takes any ``Expand`` target."""
         self.settle()
         return self.op("Add", shape, self.token()) if self.conditions else shape
+
+    def tie_expand(self, data: str, target: str) -> tuple[str, str]:
+        """``Expand``'s ``(data, target)`` with the data carrying the token (``tied``: a copy of the data, which is
+        at most the output's size).
+
+        Not the target: ``[] + token`` is ``[]`` whatever the token, so a pass that knows an empty target's length
+        (onnxsim with the inputs fixed, OpenVINO) folds the check away; and OpenVINO 2026.4's CPU plugin, given
+        ``Expand(x, constant + token)``, computes a later ``Shape`` of the output wrong (a valid chain then fails
+        its next check: tests/test_fuzz_scenarios.py).
+        """
+        return self.tied(data), target
 
     def tied(self, x: str, shape: str | None = None) -> str:
         """``x`` itself, available only after every open check passed (``Emitter.tied``); ``shape``: its
@@ -111,7 +129,8 @@ class Guard:
         self.settle()
         if not self.conditions:
             return x
-        return self.emit.tied(x, shape or self.emit.shape(x), self.token())
+        shape = shape or self.emit.shape(x)
+        return self.emit.tied(x, shape, self.token(), rank_positive=self.non_empty(shape))
 
 
 def known_shapes(bound: Bound) -> str:
@@ -133,9 +152,11 @@ def known_shapes(bound: Bound) -> str:
     return "statically: " + ", ".join(parts)
 
 
-def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: str | None = None) -> str:
-    """``target`` for ``Expand``, after the checks of the node's mode (numpy, explicit with its int64 ``axes``,
-    bidirectional, pdpd)."""
+def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: str | None = None,
+                   carrier: str | None = None) -> tuple[str, str]:
+    """``Expand``'s ``(carrier, target)`` after the checks of the node's mode (numpy, explicit with its int64
+    ``axes``, bidirectional, pdpd) on ``data`` and ``target``: ``Guard.tie_expand``. ``carrier``: what the
+    ``Expand`` reads, ``data`` unless aligned first."""
     guard, mode = Guard(emit, bound), bound.mode
     guard.no_negative_dims(target)
     guard.representable(target)
@@ -143,7 +164,7 @@ def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: st
         guard.require(guard.op("Equal", guard.length(bound.inputs[2]), guard.i64(0)),
                       f"{mode}: axes_mapping is only allowed in explicit mode")
     mode_conditions(guard, mode, emit.shape(data), target, axes)
-    return guard.tie(target)
+    return guard.tie_expand(carrier or data, target)
 
 
 def mode_conditions(guard: Guard, mode: str, d: str, target: str, axes: str | None = None,
@@ -204,14 +225,17 @@ def _explicit(guard: Guard, bound: Bound, d: str, target: str, big_r: str, axes:
 
 
 def checked_against_shape(emit: Emitter, bound: Bound, x: str, expected: str, rule: str,
-                          tie_to: str | None = None) -> str:
-    """After a check that ``x``'s shape equals ``expected`` exactly (rank and dims): ``tie_to`` (an ``Expand``
-    target), or where there is none, ``x`` itself (``Guard.tied``)."""
+                          tie_to: str | None = None) -> tuple[str, str | None]:
+    """``(x, tie_to)`` after a check that ``x``'s shape equals ``expected`` exactly (rank and dims), one of them
+    carrying the token: ``tie_to`` is an ``Expand`` target of ``x`` (``Guard.tie_expand``), or None (``x`` is
+    tied itself: ``Guard.tied``)."""
     guard = Guard(emit, bound)
     actual = emit.shape(x)
     guard.require(guard.op("Equal", guard.length(actual), guard.length(expected)), rule)
     guard.require(guard.op("Equal", actual, expected), rule)
-    return guard.tie(tie_to) if tie_to is not None else guard.tied(x, actual)
+    if tie_to is not None:
+        return guard.tie_expand(x, tie_to)
+    return guard.tied(x, actual), None
 
 
 def checked_b(emit: Emitter, bound: Bound, a: str, b: str) -> str:

@@ -119,11 +119,15 @@ def _static_output(declared: Declared, shapes: list[Dims | None], values: list[n
                    inferred: Dims | None) -> tuple[int, ...] | None:
     """The validated output shape where statically known.
 
-    A fully static inferred shape of a broadcast was computed and validated by our schema. Another family's is
-    not proof: under none/pdpd the schema gives A's shape while B's may be unknown, a gradient's is ``data_shape``
-    while ``delta``'s may be unknown, so only the spec's static rule on every input validates it.
+    A fully static inferred shape of a broadcast whose data shape is static was computed and validated by our
+    schema. Any other is not proof: with the data's dims unknown the schema gives only the target's rank (a rank-0
+    target is then a "static" shape no rule checked); under none/pdpd it gives A's shape while B's may be unknown,
+    a gradient's is ``data_shape`` while ``delta``'s may be unknown, so only the spec's static rule on every input
+    validates it.
     """
-    if inferred is not None and None not in inferred and declared.spec.family == "broadcast":
+    data = shapes[0] if shapes else None
+    if inferred is not None and None not in inferred and declared.spec.family == "broadcast" \
+            and data is not None and None not in data:
         return tuple(int(d) for d in inferred)
     present = present_count(declared.inputs)
     static = [None if s is None or None in s else tuple(int(d) for d in s) for s in shapes[:present]]

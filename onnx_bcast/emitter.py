@@ -307,7 +307,7 @@ class Emitter:
         return self.standard("Add", [self.reduce_sum(probe, [0], keepdims=True),
                                      self.reduce_sum(reshaped, [0, 1], keepdims=False)])
 
-    def tied(self, x: str, shape: str, token: str) -> str:
+    def tied(self, x: str, shape: str, token: str, rank_positive: bool = False) -> str:
         """``x`` (whose shape is ``shape``) after a check: ``Expand(x, shape + token)``, the same values for a
         token of ``[0]``; the data path reads it, so no pass can remove the check without changing the output.
 
@@ -316,9 +316,19 @@ class Emitter:
         when 1-D, and fused with a following ``Reshape`` by onnxsim; a tie in the values (``x * (1 + token)``) is
         skipped by OpenVINO for an empty ``x``, whose output shape does not depend on it. An ``Expand``'s output
         shape does, for every runtime and every size. It copies ``x`` (once, where a condition stays open).
+
+        Unless ``rank_positive`` (``x``'s rank is known to be at least 1), ``shape`` may be empty, and ``[] + token``
+        is ``[]`` whatever the token: a pass that knows the rank is 0 (onnxsim with the inputs' shapes fixed,
+        OpenVINO) folds the check away. Such an ``x`` goes through a leading axis of 1 that carries the token:
+        ``Gather(Expand(Unsqueeze(x, 0), [1 + token, *shape]), 0)``, the same values and rank for any rank.
         """
         self.require(8, "Expand")
-        return self._node("Expand", [x, self.standard("Add", [shape, token])], None)
+        if rank_positive:
+            return self._node("Expand", [x, self.standard("Add", [shape, token])], None)
+        lead = self.standard("Add", [self.const_i64([1], "one"), token])
+        widened = self._node("Expand", [self.unsqueeze(x, [0]), self.standard("Concat", [lead, shape], axis=0)], None)
+        first = self.standard("Constant", [], value=helper.make_tensor("first", TensorProto.INT64, [], [0]))  # 0-d
+        return self.standard("Gather", [widened, first], axis=0)
 
     def cast(self, x: str, to: int, output: str | None = None) -> str:
         return self._node("Cast", [x], output, to=to)

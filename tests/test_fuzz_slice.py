@@ -121,12 +121,13 @@ def _known_cases(fuzz) -> dict[str, tuple]:
 
 # issues the fuzz found and has not seen fixed (none today): a new one gets a reproducer above, an entry here and a
 # strict xfail (raising on its symptom only), until it is fixed and moves to FIXED
-KNOWN: tuple[str, ...] = ("openvino-guard-fails-valid",)  # reproducer: tests/test_fuzz_scenarios.py
+KNOWN: tuple[str, ...] = ()
 # issues the fuzz found and the library fixed: their reproducers must now agree on every path ("like-unguarded":
 # with like_arg's rank known and, since the kept dims are gathered at run time, unknown)
 FIXED = ("v0-axes-unchecked", "v0-negative-shape-abort", "pdpd-rank-message", "fp16-compare-unnamed-node",
          "like-unguarded", "like-unguarded-rank-unknown", "ortform-inputs-ignored", "ortform-like-deduced",
-         "ortform-like-invalid")  # and "openvino-guard-not-enforced": tests/test_fuzz_scenarios.py
+         "ortform-like-invalid")  # and "openvino-guard-not-enforced", "openvino-guard-fails-valid":
+# tests/test_fuzz_scenarios.py; "empty-target-tie": tests/test_sound_guards.py
 
 
 def test_the_fuzz_knows_no_issue_this_file_does_not(fuzz) -> None:

@@ -533,3 +533,60 @@ def test_a_guarded_broadcast_output_has_its_target_rank() -> None:
     x, c = np.arange(3, dtype=F32).reshape(3, 1), np.arange(4, dtype=F32) * 10
     (out,) = tools.ort_run(converted, {"x": x, "c": c})
     np.testing.assert_array_equal(out, np.broadcast_to(x, (3, 4)) + c[None, :])
+
+
+# --- empty targets: a rank-0 output is no proof, and the token cannot ride on an empty shape ---------------------
+
+def test_a_rank_zero_target_does_not_validate_unknown_data() -> None:
+    """Expand<pdpd, axis 0>(x [N], constant []): our inference gives the output rank 0 (the target's length), a
+    shape with no unknown dim, yet no rule checked x against it. x (4,) must fail (SPEC: pdpd data must end where
+    the target ends), and the converter, knowing x's rank, refuses it (found by bench/fuzz.py's scenario paths,
+    case 1396 of 1500 at seed 5, where the converted model returned x)."""
+    model = _broadcast("pdpd", ["N"], [], axis=0)
+    for backend in ("numpy", "native"):
+        with pytest.raises(onnx_bcast.BroadcastError, match="pdpd"):
+            onnx_bcast.InferenceSession(model, backend=backend).run(None, {"x": np.arange(4, dtype=F32)})
+    with pytest.raises(onnx_bcast.BroadcastError, match="pdpd: the data must cover the target"):
+        onnx_bcast.convert(model)
+
+
+EMPTY_TARGET_CASES = {  # mode, x's dims, axes (None: fed), the invalid and the valid feeds
+    "numpy, x rank unknown": ("numpy", None, None, {"x": np.arange(4, dtype=F32)}, {"x": np.array(2.5, F32)}),
+    "pdpd, x rank unknown": ("pdpd", None, None, {"x": np.arange(4, dtype=F32)}, {"x": np.array(2.5, F32)}),
+    "explicit, fed axes": ("explicit", [], "fed", {"x": np.array(2.5, F32), "a": np.array([5], np.int64)},
+                           {"x": np.array(2.5, F32), "a": np.zeros(0, np.int64)}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_TARGET_CASES))
+def test_a_check_on_an_empty_target_survives_fixed_shapes(name: str) -> None:
+    """Broadcast<mode>(x, t fed as int64[0]): the output is rank 0, so only a scalar x is valid, with no axis
+    mapped (SPEC §2); x (4,) and axes_mapping [5] fail. The token added to the empty target (``[] + [0]``) was
+    ``[]`` whatever it held, so onnxsim with the inputs fixed, and OpenVINO, folded the check away and returned x
+    (bench/fuzz.py, case 61740 of 70000 at seed 0). Every tool path must fail on the invalid feeds and return x
+    itself on the valid ones."""
+    mode, x_dims, axes, bad, good = EMPTY_TARGET_CASES[name]
+    model = _broadcast(mode, x_dims, None, None if axes == "fed" else [])
+    model.graph.input[1].type.tensor_type.shape.dim[0].dim_value = 0  # t: int64[0], fixed (ORT checks it)
+    if axes == "fed":
+        model.graph.input[2].type.tensor_type.shape.dim[0].dim_param = "K"
+    model.graph.output[0].type.tensor_type.shape.SetInParent()  # y declared rank 0 (true; onnxsim needs a shape)
+    converted = onnx_bcast.convert(model)
+    t = {"t": np.zeros(0, np.int64)}
+    runs: list[tuple[str, Callable[[dict], list[np.ndarray]]]] = [("plain", lambda f: tools.ort_run(converted, f))]
+    if importlib.util.find_spec("onnxscript") is not None:
+        runs.append(("onnxscript", lambda f: tools.ort_run(tools.onnxscript_optimize(converted), f)))
+    if importlib.util.find_spec("onnxoptimizer") is not None:
+        runs.append(("onnxoptimizer", lambda f: tools.ort_run(tools.onnxoptimizer_optimize(converted), f)))
+    if x_dims is not None:  # onnxsim and OpenVINO need every input's rank
+        if importlib.util.find_spec("onnxsim") is not None:
+            runs.append(("onnxsim fixed", lambda f: tools.ort_run(tools.onnxsim_simplify(
+                converted, {k: list(v.shape) for k, v in f.items()}), f)))
+        if importlib.util.find_spec("openvino") is not None:
+            runs.append(("openvino", lambda f: tools.openvino_run(converted, f)))
+    for tool, run in runs:
+        with pytest.raises(Exception):  # noqa: B017 - any failure: no value may come back
+            outputs = run({**bad, **t})
+            pytest.fail(f"{tool} returned {[o.shape for o in outputs]}")
+        (out,) = run({**good, **t})
+        assert out.shape == () and out == np.float32(2.5), (tool, out)
