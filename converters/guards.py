@@ -112,16 +112,16 @@ class Guard:
         self.settle()
         return self.op("Add", shape, self.token()) if self.conditions else shape
 
-    def tie_expand(self, data: str, target: str) -> tuple[str, str]:
+    def tie_expand(self, data: str, target: str, shape: str | None = None) -> tuple[str, str]:
         """``Expand``'s ``(data, target)`` with the data carrying the token (``tied``: a copy of the data, which is
         at most the output's size).
 
         Not the target: ``[] + token`` is ``[]`` whatever the token, so a pass that knows an empty target's length
         (onnxsim with the inputs fixed, OpenVINO) folds the check away; and OpenVINO 2026.4's CPU plugin, given
         ``Expand(x, constant + token)``, computes a later ``Shape`` of the output wrong (a valid chain then fails
-        its next check: tests/test_fuzz_scenarios.py).
+        its next check: tests/test_fuzz_scenarios.py). ``shape``: the data's ``Shape``, where the rule has it.
         """
-        return self.tied(data), target
+        return self.tied(data, shape), target
 
     def tied(self, x: str, shape: str | None = None) -> str:
         """``x`` itself, available only after every open check passed (``Emitter.tied``); ``shape``: its
@@ -163,8 +163,9 @@ def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: st
     if mode != "explicit" and bound.inputs[2]:  # the ORT form carries an empty one: only that may come
         guard.require(guard.op("Equal", guard.length(bound.inputs[2]), guard.i64(0)),
                       f"{mode}: axes_mapping is only allowed in explicit mode")
-    mode_conditions(guard, mode, emit.shape(data), target, axes)
-    return guard.tie_expand(carrier or data, target)
+    data_shape = emit.shape(data)
+    mode_conditions(guard, mode, data_shape, target, axes)
+    return guard.tie_expand(carrier or data, target, data_shape if carrier is None else None)
 
 
 def mode_conditions(guard: Guard, mode: str, d: str, target: str, axes: str | None = None,

@@ -320,15 +320,16 @@ class Emitter:
         Unless ``rank_positive`` (``x``'s rank is known to be at least 1), ``shape`` may be empty, and ``[] + token``
         is ``[]`` whatever the token: a pass that knows the rank is 0 (onnxsim with the inputs' shapes fixed,
         OpenVINO) folds the check away. Such an ``x`` goes through a leading axis of 1 that carries the token:
-        ``Gather(Expand(Unsqueeze(x, 0), [1 + token, *shape]), 0)``, the same values and rank for any rank.
+        ``Squeeze(Expand(Unsqueeze(x, 0), [1 + token, *shape]), 0)``, the same values and rank for any rank. Not a
+        ``Gather`` of index 0 there: ONNX Runtime 1.32 gathers strings wrong (only the first element survives), and
+        OpenVINO computes the gathered slice without the ``Expand``, token unchecked.
         """
         self.require(8, "Expand")
         if rank_positive:
             return self._node("Expand", [x, self.standard("Add", [shape, token])], None)
         lead = self.standard("Add", [self.const_i64([1], "one"), token])
         widened = self._node("Expand", [self.unsqueeze(x, [0]), self.standard("Concat", [lead, shape], axis=0)], None)
-        first = self.standard("Constant", [], value=helper.make_tensor("first", TensorProto.INT64, [], [0]))  # 0-d
-        return self.standard("Gather", [widened, first], axis=0)
+        return self.squeeze(widened, [0])
 
     def cast(self, x: str, to: int, output: str | None = None) -> str:
         return self._node("Cast", [x], output, to=to)
