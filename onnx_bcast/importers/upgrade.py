@@ -57,6 +57,17 @@ def _failing_node(model: ModelProto, source: int, target: int) -> UpgradeError |
             version_converter.convert_version(alone, target)
         except Exception as err:
             label = node.name or f"{node.op_type}#{index}"
-            return UpgradeError(f"onnx's version converter cannot upgrade {node.op_type} node {label!r} from opset "
-                                f"{source} to {target}: {_first_line(err)}")
+            step = _failing_step(alone, source, target)
+            return UpgradeError(f"onnx's version converter cannot upgrade {node.op_type} node {label!r} (opset "
+                                f"{source} to {target}) at step {step - 1} -> {step}: {_first_line(err)}")
     return None
+
+
+def _failing_step(alone: ModelProto, source: int, target: int) -> int:
+    """The first opset, from ``source + 1`` on, that the converter cannot take the one-node model ``alone`` to."""
+    for step in range(source + 1, target):
+        try:
+            version_converter.convert_version(alone, step)
+        except Exception:
+            return step
+    return target
