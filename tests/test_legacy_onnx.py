@@ -514,6 +514,8 @@ def test_cli_convert_run_check_take_legacy_models(tmp_path: Path) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     done = _cli("check", str(path))
     assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("legacy ONNX: default-domain opset 6 imported at opset 17\n"), done.stdout
+    assert "\n2 onnx_bcast node(s)\n" in done.stdout
     assert "conv_bias: Add auto_broadcast=pdpd axis=1 (from legacy Add-6(broadcast=1, axis=1) 'conv_bias')" in \
         done.stdout
     done = _cli("run", str(path), "--input", f"x={tmp_path / 'x.npy'}")
