@@ -106,6 +106,27 @@ def test_version_converter_on_the_same_models() -> None:
     assert all("Attempting to broadcast an axis by a dimension other than 1" in m for m in failures.values())
 
 
+def test_version_converter_on_legacy_broadcast_forms() -> None:
+    """The README's rows: onnx's converter stops on the NCHW bias add, gives ORT a model it refuses for axis=0, and
+    leaves PRelu-6's slope on the last axis (a wrong answer where the last dim equals C); onnx-bcast is right."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    with pytest.raises(Exception, match="assert_numpy_multibroadcastable"):  # noqa: B017 - onnx's RuntimeError-like
+        onnx.version_converter.convert_version(_one_node((2, 3, 4, 5), (3,), 1, 1), 17)
+    upgraded = onnx.version_converter.convert_version(_one_node((2, 3, 4, 5), (2,), 1, 0), 17)
+    with pytest.raises(Exception, match="Invalid tensor data type 0"):  # noqa: B017 - ORT's own error type
+        ort.InferenceSession(upgraded.SerializeToString(), options)
+    rng = np.random.default_rng(5)
+    feeds = {"x": rng.standard_normal((2, 3, 3)).astype(np.float32), "slope": np.array([0.1, 0.2, 0.3], np.float32)}
+    model = _prelu_model((2, 3, 3), (3,))
+    upgraded = onnx.version_converter.convert_version(model, 17)
+    theirs = ort.InferenceSession(upgraded.SerializeToString(), options).run(None, feeds)[0]
+    want = prelu_oracle(feeds["x"], feeds["slope"])
+    assert not np.allclose(theirs, want)
+    np.testing.assert_allclose(theirs, np.where(feeds["x"] < 0, feeds["x"] * feeds["slope"], feeds["x"]), rtol=1e-6)
+    np.testing.assert_allclose(onnx_bcast.InferenceSession(model).run(None, feeds)[0], want, rtol=1e-6)
+
+
 def test_import_says_what_it_did_and_keeps_the_interface() -> None:
     model = onnx.load(str(DATA / "pytorch-converted" / "test_PReLU_2d_multiparam" / "model.onnx"))
     imported = import_with_report(model)
