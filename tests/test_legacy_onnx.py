@@ -307,10 +307,12 @@ PRELU = [((2, 3), (3,)), ((2, 3, 4), (3,)), ((2, 3, 4, 5), (3,)), ((2, 3, 4, 5),
          ((2, 3, 4), (1, 1))]
 
 
-def _prelu_model(x_shape: tuple, slope_shape: tuple, opset: int = 6, dynamic: bool = False) -> onnx.ModelProto:
+def _prelu_model(x_shape: tuple, slope_shape: tuple, opset: int = 6, dynamic: bool = False,
+                 any_rank: bool = False) -> onnx.ModelProto:
+    """PRelu of X and slope; ``dynamic``: symbolic dims (ranks known); ``any_rank``: X of unknown rank."""
     attrs = {"consumed_inputs": [0, 0]} if opset == 1 else {}
     node = helper.make_node("PRelu", ["x", "slope"], ["y"], name="prelu", **attrs)
-    dims = [f"x{k}" for k in range(len(x_shape))] if dynamic else list(x_shape)
+    dims = None if any_rank else [f"x{k}" for k in range(len(x_shape))] if dynamic else list(x_shape)
     graph = helper.make_graph([node], "prelu", [
         helper.make_tensor_value_info("x", TensorProto.FLOAT, dims),
         helper.make_tensor_value_info("slope", TensorProto.FLOAT, ["s"] if dynamic else list(slope_shape))],
@@ -330,10 +332,34 @@ def test_prelu_slope_per_channel(x_shape: tuple, slope_shape: tuple, opset: int,
         np.testing.assert_allclose(_run_path(model, path, feeds)["y"], want, rtol=1e-6, err_msg=path)
     if slope_shape == (3,):  # OpenVINO's PRelu is per channel for a [C] slope: a cross-check of the oracle
         np.testing.assert_allclose(_openvino_run(model, feeds, tmp_path)["y"], want, rtol=1e-6)
-    if len(slope_shape) == 1:
-        dynamic = _prelu_model(x_shape, slope_shape, opset, dynamic=True)
-        for path in PATHS:
-            np.testing.assert_allclose(_run_path(dynamic, path, feeds)["y"], want, rtol=1e-6, err_msg=path)
+    if len(slope_shape) == 1:  # the slope's size, and then X's rank too, known only at run time
+        for dynamic in (_prelu_model(x_shape, slope_shape, opset, dynamic=True),
+                        _prelu_model(x_shape, slope_shape, opset, dynamic=True, any_rank=True)):
+            for path in PATHS:
+                np.testing.assert_allclose(_run_path(dynamic, path, feeds)["y"], want, rtol=1e-6, err_msg=path)
+
+
+GEMM = [((2, 5), (5, 4), (2, 4), 0, 0), ((2, 5), (5, 4), (4,), 1, 0), ((2, 5), (5, 4), (1,), 1, 0),
+        ((2, 5), (5, 4), (), 1, 0), ((2, 5), (4, 5), (2, 1), 1, 1)]
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape", "c_shape", "broadcast", "trans_b"), GEMM, ids=str)
+@pytest.mark.parametrize("opset", [1, 6])
+def test_gemm_c(a_shape: tuple, b_shape: tuple, c_shape: tuple, broadcast: int, trans_b: int, opset: int) -> None:
+    """Gemm-1/6: ``Y = alpha * A @ B + beta * C``; broadcast=0: C is [M, N]; broadcast=1: C broadcasts to it."""
+    rng = np.random.default_rng(11)
+    feeds = {name: np.asarray(rng.standard_normal(shape), np.float32)
+             for name, shape in (("a", a_shape), ("b", b_shape), ("c", c_shape))}
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], name="fc", broadcast=broadcast, transB=trans_b,
+                            alpha=0.5, beta=2.0)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape))
+                                            for k, v in feeds.items()],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=3)
+    b = feeds["b"].T if trans_b else feeds["b"]
+    want = 0.5 * feeds["a"] @ b + 2.0 * feeds["c"]
+    for path in PATHS:
+        np.testing.assert_allclose(_run_path(model, path, feeds)["y"], want, rtol=1e-5, err_msg=path)
 
 
 def _conv(x: np.ndarray, w: np.ndarray) -> np.ndarray:
