@@ -9,6 +9,7 @@ import onnx
 from onnx_bcast import schemas
 from onnx_bcast.declaring import declare
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.importers.legacy_onnx import imported_if_legacy
 from onnx_bcast.lowering import bind_model
 from onnx_bcast.model_walk import node_lists
 from onnx_bcast.ort_rules import ort_rule_set
@@ -23,9 +24,17 @@ class CheckReport:
 
 
 def check_model(model: onnx.ModelProto) -> CheckReport:
-    """List the onnx_bcast nodes, then bind each (attributes, static shapes, the ORT rule) and infer strictly."""
+    """List the onnx_bcast nodes, then bind each (attributes, static shapes, the ORT rule) and infer strictly.
+    A legacy model (default-domain opset 1-6) is imported first: what the import did, then its nodes of ours."""
     schemas.register()
     report = CheckReport()
+    try:
+        model, imported = imported_if_legacy(model)
+    except BroadcastError as err:
+        report.errors.append(str(err))
+        return report
+    if imported is not None:
+        report.lines.extend(imported.lines())
     count = 0
     for entry in node_lists(model):
         for index, node in enumerate(entry.container.node):
@@ -39,8 +48,10 @@ def check_model(model: onnx.ModelProto) -> CheckReport:
                 report.lines.append(f"{node.name or f'{node.op_type}#{index}'}: {node.op_type}")
                 continue
             detail = " ".join(f"{k}={list(v) if isinstance(v, tuple) else v}" for k, v in declared.attrs.items())
-            report.lines.append(f"{declared.label}: {node.op_type} {detail}".rstrip())
-    report.lines.insert(0, f"{count} onnx_bcast node(s)")
+            legacy = imported.nodes.get(declared.label) if imported is not None else None
+            origin = f" (from legacy {legacy.form} '{legacy.label}')" if legacy is not None else ""
+            report.lines.append(f"{declared.label}: {node.op_type} {detail}".rstrip() + origin)
+    report.lines.insert(len(imported.lines()) if imported is not None else 0, f"{count} onnx_bcast node(s)")
     if report.errors:
         return report
     try:

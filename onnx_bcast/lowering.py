@@ -17,6 +17,7 @@ from onnx_bcast.binding import Bound, bind
 from onnx_bcast.declaring import Declared, labelled
 from onnx_bcast.emitter import Emitter
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.importers.legacy_onnx import Imported, imported_if_legacy
 from onnx_bcast.lowered_model import finish_model, replace_nodes
 from onnx_bcast.model_walk import NameGenerator, node_lists, opset_version
 from onnx_bcast.ops import SPEC_BY_NAME
@@ -70,9 +71,14 @@ class Lowered:
 
     model: ModelProto
     rewritten: Counter = field(default_factory=Counter)
+    imported: Imported | None = None  # a legacy model (default-domain opset 1-6): what its import did
 
     def lines(self) -> list[str]:
-        """One line per op type and rule, e.g. ``Broadcast(mode=explicit): 2 rewritten``."""
+        """What a legacy model's import did, if any, then one line per op type and rule, e.g.
+        ``Broadcast(mode=explicit): 2 rewritten``."""
+        return (self.imported.lines() if self.imported is not None else []) + self._rewrite_lines()
+
+    def _rewrite_lines(self) -> list[str]:
         def label(op: str) -> str:
             spec = SPEC_BY_NAME.get(op)
             return spec.mode_attr if spec is not None else "mode"
@@ -100,6 +106,7 @@ def _bound_with_rule(declared: Declared, facts: StaticFacts, in_function: bool, 
 def bind_model(model: ModelProto, rule_set: RuleSet) -> list[Bound]:
     """Every node of ours bound and checked against ``rule_set``, nothing rewritten (``onnx-bcast check``)."""
     schemas.register()
+    model, _ = imported_if_legacy(model)
     copy = working_copy(model, None, rule_set.inline_functions, rule_set.default_opset)
     lists = list(node_lists(copy))
     set_claims_aside(copy, [e.container for e in lists if isinstance(e.container, GraphProto)])
@@ -177,8 +184,19 @@ def lower(model: ModelProto, rule_set: RuleSet, *, opset: int | None = None, pro
     """A copy of ``model`` with every node of ours rewritten by ``rule_set`` (subgraphs and functions included).
 
     A function whose nodes of ours cannot be rewritten without knowing its values (pdpd needs ranks, say) is
-    inlined at its call sites, where shape inference knows them, and the pass runs again.
+    inlined at its call sites, where shape inference knows them, and the pass runs again. A legacy model
+    (default-domain opset 1-6) is imported first (``importers.legacy_onnx``), at ``opset`` when given.
     """
+    model, imported = imported_if_legacy(model, opset)
+    if imported is not None:
+        opset = None
+    lowered = _lower_imported(model, rule_set, opset, progress)
+    lowered.imported = imported
+    return lowered
+
+
+def _lower_imported(model: ModelProto, rule_set: RuleSet, opset: int | None, progress: Progress | None
+                    ) -> Lowered:
     with no_cycle_collection():  # many small objects, few cycles: collecting as it goes costs 10-15%
         try:
             return _lower(model, rule_set, opset, False, progress)

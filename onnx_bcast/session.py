@@ -13,6 +13,7 @@ from onnx import ModelProto
 from onnx_bcast import ort_ops, schemas
 from onnx_bcast.declaring import declare, node_label
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.importers.legacy_onnx import imported_if_legacy
 from onnx_bcast.model_io import load_model
 from onnx_bcast.model_walk import node_lists
 from onnx_bcast.prepare import prepare
@@ -50,7 +51,8 @@ class InferenceSession(ort.InferenceSession):
             raise ValueError(f"backend must be 'numpy' or 'native', got {backend!r}")
         schemas.register()
         self.backend = backend
-        self.source_model = load_model(model)
+        # a legacy model (default-domain opset 1-6) runs as imported; its errors name the legacy nodes
+        self.source_model, self._legacy = imported_if_legacy(load_model(model))
         self._max_output_bytes = max_output_bytes
         self._explainer: InferenceSession | None = None
         self._labels: set[str] | None = None
@@ -90,6 +92,14 @@ class InferenceSession(ort.InferenceSession):
 
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> list[Any]:
         """Like ``onnxruntime.InferenceSession.run``; an invalid broadcast raises ``BroadcastError``."""
+        try:
+            return self._run(output_names, input_feed, run_options)
+        except BroadcastError as err:
+            if self._legacy is None:
+                raise
+            raise self._legacy.explain(err) from None
+
+    def _run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: Any) -> list[Any]:
         if self.backend == "native":
             try:
                 return super().run(output_names, input_feed, run_options)

@@ -1,0 +1,293 @@
+"""Legacy ONNX (default-domain opsets 1-6) imported: its broadcasts as onnx_bcast ops, every other op upgraded."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import ModelProto, NodeProto, helper, numpy_helper
+
+from onnx_bcast import schemas
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.importers import legacy_rules
+from onnx_bcast.importers.legacy_rules import BINARY, LAST_LEGACY_OPSET, Dims, LegacyNode
+from onnx_bcast.importers.upgrade import upgrade
+from onnx_bcast.model_io import load_model
+from onnx_bcast.model_walk import NameGenerator, opset_version, subgraphs
+from onnx_bcast.working_copy import restore_outputs, set_claims_aside
+
+logger = logging.getLogger("onnx_bcast.importers.legacy_onnx")
+
+# The default-domain opset a legacy model is upgraded to when none is asked for: ONNX 1.12's (2022), which every
+# maintained runtime reads (ONNX Runtime >= 1.12, OpenVINO >= 2022.3, TensorRT >= 8.6, onnx.reference).
+DEFAULT_OPSET = 17
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+@dataclass
+class Imported:
+    """A legacy model imported, and what the import did."""
+
+    model: ModelProto
+    source_opset: int
+    opset: int
+    nodes: dict[str, LegacyNode] = field(default_factory=dict)  # by the label of its node of ours in ``model``
+    rewritten: Counter = field(default_factory=Counter)  # (legacy form, what it became) -> count
+    upgraded: int = 0  # the other nodes, upgraded by onnx's version converter
+
+    def lines(self) -> list[str]:
+        """What the import did, one line per legacy form, e.g. ``legacy Add-6(broadcast=1, axis=1) -> Add(
+        auto_broadcast=pdpd, axis=1): 4``."""
+        head = [f"legacy ONNX: default-domain opset {self.source_opset} imported at opset {self.opset}"]
+        body = [f"legacy {form} -> {result}: {count}" for (form, result), count in sorted(self.rewritten.items())]
+        tail = [f"{self.upgraded} other node(s) upgraded by onnx.version_converter"]
+        return head + body + tail
+
+    def explain(self, err: BroadcastError) -> BroadcastError:
+        """A run-time error of one of our nodes, said of the legacy node it came from (others as they are)."""
+        legacy = self.nodes.get(err.node or "")
+        if legacy is None:
+            return err
+        how = f"{err.op}({err.mode_attr}={err.mode})" if err.mode else err.op
+        return legacy.fail(f"{err.detail} (imported as {how})")
+
+
+def legacy_opset(model: ModelProto) -> int | None:
+    """The model's default-domain opset when it is a legacy one (1-6), else None."""
+    version = opset_version(list(model.opset_import), "")
+    return version if version is not None and version <= LAST_LEGACY_OPSET else None
+
+
+def import_legacy(model: str | os.PathLike | bytes | ModelProto, *, opset: int | None = None) -> ModelProto:
+    """A legacy model (default-domain opset 1-6) with its broadcasts as onnx_bcast ops and every other node
+    upgraded to default-domain ``opset`` (default ``DEFAULT_OPSET``) by onnx's version converter.
+
+    ``Add Sub Mul Div Pow And Or Xor Equal Greater Less`` become our op of the same name (``broadcast=1``:
+    ``auto_broadcast="pdpd"`` with the node's ``axis``; ``broadcast=0``: ``"none"``), ``PRelu``'s slope a
+    ``Broadcast(mode="explicit", axes_mapping=[1])`` to X's channels, and Gemm loses its ``broadcast``. A legacy
+    node that the known shapes show invalid is a ``BroadcastError`` naming it and its legacy attributes.
+    """
+    return import_with_report(model, opset=opset).model
+
+
+def imported_if_legacy(model: ModelProto, opset: int | None = None) -> tuple[ModelProto, Imported | None]:
+    """``model`` imported when it is a legacy one (with what the import did), else itself and None."""
+    if legacy_opset(model) is None:
+        return model, None
+    imported = import_with_report(model, opset=opset)
+    return imported.model, imported
+
+
+def import_with_report(model: str | os.PathLike | bytes | ModelProto, *, opset: int | None = None) -> Imported:
+    """``import_legacy`` that also says what it did (``Imported.lines()``)."""
+    schemas.register()
+    source = load_model(model)
+    version = legacy_opset(source)
+    if version is None:
+        raise ValueError(f"not a legacy ONNX model: it imports default-domain opset "
+                         f"{opset_version(list(source.opset_import), '')}; legacy models use opsets 1-"
+                         f"{LAST_LEGACY_OPSET}")
+    target = DEFAULT_OPSET if opset is None else int(opset)
+    newest = onnx.defs.onnx_opset_version()
+    if not LAST_LEGACY_OPSET < target <= newest:
+        raise ValueError(f"a legacy model is imported at a default-domain opset from {LAST_LEGACY_OPSET + 1} to "
+                         f"{newest}, not {target}")
+    _refuse_nested(source, version)
+    work = ModelProto()
+    work.CopyFrom(source)
+    declared = set_claims_aside(work, [work.graph])  # shapes the runtime does not enforce prove nothing
+    shapes = _legacy_shapes(work)
+    result = Imported(work, version, target)
+    by_output: dict[str, LegacyNode] = {}
+    names = NameGenerator(work)
+    nodes: list[NodeProto] = []
+    for index, node in enumerate(work.graph.node):
+        if node.domain not in _DEFAULT_DOMAINS:
+            nodes.append(node)
+            continue
+        label = node.name or f"{node.op_type}#{index}"
+        if node.op_type in BINARY:
+            legacy, new = _binary(node, label, version, shapes)
+            nodes.append(new)
+            by_output[new.output[0]] = legacy
+            mode = "none" if not legacy.broadcast else "pdpd" + (f", axis={legacy.axis}" if legacy.axis not in
+                                                                    (None, -1) else "")
+            result.rewritten[(_form(legacy), f"{node.op_type}(auto_broadcast={mode})")] += 1
+        elif node.op_type == "PRelu":
+            legacy = LegacyNode(label, "PRelu", version)
+            made, how = _prelu(node, legacy, shapes, names)
+            nodes.extend(made)
+            if len(made) > 1:
+                by_output[made[-2].output[0]] = legacy
+            result.rewritten[(_form(legacy), how.replace("<opset>", str(target)))] += 1
+        elif node.op_type == "Gemm":
+            legacy = _gemm(node, label, version, shapes)
+            nodes.append(node)
+            result.rewritten[(_form(legacy), f"Gemm-{target} (C broadcast unidirectionally to [M, N])")] += 1
+        else:
+            nodes.append(node)
+            result.upgraded += 1
+    del work.graph.node[:]
+    work.graph.node.extend(nodes)
+    if by_output and opset_version(list(work.opset_import), schemas.DOMAIN) is None:
+        work.opset_import.append(helper.make_opsetid(schemas.DOMAIN, schemas.VERSION))
+    upgraded = upgrade(work, version, target)
+    restore_outputs(upgraded, declared)
+    needed = helper.find_min_ir_version_for(list(upgraded.opset_import), ignore_unknown=True)
+    upgraded.ir_version = max(upgraded.ir_version, needed)  # opset 17 needs IR 8; a legacy file says 3
+    for index, node in enumerate(upgraded.graph.node):
+        legacy = by_output.get(node.output[0]) if node.domain == schemas.DOMAIN and node.output else None
+        if legacy is not None:
+            result.nodes[node.name or f"{node.op_type}#{index}"] = legacy
+    result.model = upgraded
+    logger.info("legacy opset %d model imported at opset %d: %s", version, target, "; ".join(result.lines()[1:]))
+    return result
+
+
+def _form(legacy: LegacyNode) -> str:
+    return legacy.form
+
+
+def _refuse_nested(model: ModelProto, version: int) -> None:
+    """Legacy broadcasts inside subgraphs (If/Loop bodies) are not imported: an error rather than a half import."""
+    for graph in subgraphs(model.graph):
+        for node in graph.node:
+            if node.domain in _DEFAULT_DOMAINS and node.op_type in (*BINARY, "PRelu", "Gemm"):
+                raise ValueError(f"legacy ONNX: the {node.op_type} node {node.name or '(unnamed)'!r} is inside a "
+                                 f"subgraph of graph {graph.name!r}; legacy broadcasts in subgraphs are not imported")
+    if model.functions:
+        raise ValueError(f"legacy ONNX: opset {version} model with model-local functions; not imported")
+
+
+def _legacy_shapes(model: ModelProto) -> dict[str, Dims | None]:
+    """Shapes by name, as the runtime enforces them: graph inputs' declared dims, initializers', and what onnx's
+    shape inference of the legacy opset derives (the model's claims already set aside)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception as err:  # only a source of facts: unknown shapes are checked at run time
+        logger.debug("legacy shape inference failed: %s", err)
+        inferred = model
+    shapes: dict[str, Dims | None] = {t.name: tuple(t.dims) for t in model.graph.initializer}
+    graph = inferred.graph
+    for info in (*graph.value_info, *graph.output, *graph.input):  # a graph input's type wins over its initializer
+        tensor = info.type.tensor_type
+        if info.type.HasField("tensor_type") and tensor.HasField("shape"):
+            shapes[info.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim)
+    return shapes
+
+
+def _attrs(node: NodeProto) -> dict[str, object]:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _binary(node: NodeProto, label: str, version: int, shapes: dict[str, Dims | None]
+            ) -> tuple[LegacyNode, NodeProto]:
+    """``Op(A, B, broadcast, axis)`` -> ``onnx_bcast::Op(A, B, auto_broadcast=pdpd|none, axis)``, checked on the
+    known shapes."""
+    attrs = _attrs(node)
+    broadcast, axis = attrs.get("broadcast", 0), attrs.get("axis")
+    legacy = LegacyNode(label, node.op_type, version, int(broadcast) if isinstance(broadcast, int) else -1,
+                        int(axis) if isinstance(axis, int) else None)
+    unknown = sorted(set(attrs) - {"broadcast", "axis", "consumed_inputs"})
+    if unknown:
+        raise legacy.fail(f"attribute(s) {', '.join(unknown)} are not those of legacy {node.op_type}")
+    if legacy.broadcast not in (0, 1):
+        raise legacy.fail(f"broadcast must be 0 or 1, got {broadcast!r}")
+    if axis is not None and legacy.axis is None:
+        raise legacy.fail(f"axis must be an int, got {axis!r}")
+    if legacy.broadcast and legacy.axis is not None and legacy.axis < -1:
+        raise legacy.fail(f"axis {legacy.axis} is negative; legacy axes count from 0 (-1 and no axis: suffix "
+                          "matching)")
+    if len(node.input) != 2 or not all(node.input) or len(node.output) != 1:
+        raise legacy.fail(f"needs inputs A and B and one output; got inputs {list(node.input)}")
+    reason = legacy_rules.binary_error(shapes.get(node.input[0]), shapes.get(node.input[1]), legacy.broadcast,
+                                       legacy.axis)
+    if reason is not None:
+        raise legacy.fail(reason)
+    mode = "pdpd" if legacy.broadcast else "none"
+    new = helper.make_node(node.op_type, list(node.input), list(node.output), name=node.name or None,
+                           domain=schemas.DOMAIN, auto_broadcast=mode,
+                           axis=legacy.axis if legacy.broadcast and legacy.axis is not None else -1)
+    new.doc_string = node.doc_string or f"onnx-bcast: imported from legacy {legacy.form}"
+    return legacy, new
+
+
+def _prelu(node: NodeProto, legacy: LegacyNode, shapes: dict[str, Dims | None], names: NameGenerator
+           ) -> tuple[list[NodeProto], str]:
+    """``PRelu(X, slope)`` with a per-channel slope -> ``PRelu(X, Broadcast<explicit>(slope, [1, C, 1...], [1]))``
+    (a one-element slope is shared: kept, or squeezed to a scalar when its rank is over 1). Also returns what it
+    became, for the report (``<opset>`` stands for the target opset)."""
+    unknown = sorted(set(_attrs(node)) - {"consumed_inputs"})
+    if unknown:
+        raise legacy.fail(f"attribute(s) {', '.join(unknown)} are not those of legacy PRelu")
+    if len(node.input) != 2 or not all(node.input) or len(node.output) != 1:
+        raise legacy.fail(f"needs inputs X and slope and one output; got inputs {list(node.input)}")
+    x, slope = node.input
+    x_shape, slope_shape = shapes.get(x), shapes.get(slope)
+    reason = legacy_rules.prelu_error(x_shape, slope_shape)
+    if reason is not None:
+        raise legacy.fail(reason)
+    prelu = helper.make_node("PRelu", [x, slope], list(node.output), name=node.name or None)
+    prelu.doc_string = node.doc_string
+    if slope_shape is not None and all(d is not None for d in slope_shape) and int(np.prod(slope_shape)) == 1:
+        if len(slope_shape) <= 1:
+            return [prelu], "PRelu-<opset> (one-element slope, shared)"
+        scalar = names(f"{slope}_shared")
+        prelu.input[1] = scalar
+        squeeze = helper.make_node("Squeeze", [slope], [scalar], axes=list(range(len(slope_shape))))
+        return [squeeze, prelu], "PRelu-<opset> (one-element slope squeezed to a scalar, shared)"
+    made: list[NodeProto] = []
+
+    def constant(hint: str, values: list[int]) -> str:
+        name = names(hint)
+        made.append(helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+            np.array(values, np.int64), name)))
+        return name
+
+    shape = names(f"{x}_shape")
+    made.append(helper.make_node("Shape", [x], [shape]))
+    target = shape
+    rank = None if x_shape is None else len(x_shape)
+    if rank is not None:  # [1, C, 1, ...]: the slope stays small, PRelu broadcasts it (numpy) to X
+        channels = names(f"{x}_channels")
+        made.append(helper.make_node("Gather", [shape, constant(f"{x}_channel_axis", [1])], [channels], axis=0))
+        parts = [constant(f"{x}_one", [1]), channels]
+        if rank > 2:
+            parts.append(constant(f"{x}_ones", [1] * (rank - 2)))
+        target = names(f"{slope}_target")
+        made.append(helper.make_node("Concat", parts, [target], axis=0))
+    broadcast = names(f"{slope}_per_channel")
+    label = f"{legacy.label}.slope"  # no "/": ONNX Runtime's names of guards are "<label>/guard: ..."
+    made.append(helper.make_node("Broadcast", [slope, target, constant(f"{slope}_axes", [1])], [broadcast],
+                                 name=names(label), domain=schemas.DOMAIN, mode="explicit",
+                                 doc_string=f"onnx-bcast: the per-channel slope of legacy PRelu '{legacy.label}'"))
+    prelu.input[1] = broadcast
+    made.append(prelu)
+    return made, "PRelu-<opset>(X, Broadcast(mode=explicit, axes_mapping=[1]) of the slope)"
+
+
+def _gemm(node: NodeProto, label: str, version: int, shapes: dict[str, Dims | None]) -> LegacyNode:
+    """Gemm-1/6 checked on the known shapes; onnx's version converter then drops ``broadcast`` (Gemm-7 on
+    broadcasts C unidirectionally, which is what ``broadcast=1`` did, and ``broadcast=0``'s C is a case of it)."""
+    attrs = _attrs(node)
+    broadcast = attrs.get("broadcast", 0)
+    legacy = LegacyNode(label, "Gemm", version, int(broadcast) if isinstance(broadcast, int) else -1)
+    if legacy.broadcast not in (0, 1):
+        raise legacy.fail(f"broadcast must be 0 or 1, got {broadcast!r}")
+    if len(node.input) != 3 or not all(node.input):
+        raise legacy.fail(f"needs inputs A, B and C; got inputs {list(node.input)}")
+    reason = legacy_rules.gemm_error(*(shapes.get(name) for name in node.input), legacy.broadcast,
+                                     int(attrs.get("transA", 0)), int(attrs.get("transB", 0)))  # type: ignore[arg-type]
+    if reason is not None:
+        raise legacy.fail(reason)
+    for name in ("consumed_inputs",):  # Gemm has none in opsets 1-6; a writer that added one meant nothing by it
+        kept = [a for a in node.attribute if a.name != name]
+        if len(kept) != len(node.attribute):
+            del node.attribute[:]
+            node.attribute.extend(kept)
+    return legacy
+
