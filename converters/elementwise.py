@@ -21,7 +21,7 @@ from onnx import TensorProto
 from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guards import Guard, checked_b
 from onnx_bcast.emitter import Emitter
-from onnx_bcast.ops.elementwise import ARITHMETIC, POW_EXPONENTS_AS_DOUBLE, pdpd_axes_plan
+from onnx_bcast.ops.elementwise import ARITHMETIC, POW_EXPONENTS_AS_DOUBLE, form_depends_on_type, pdpd_axes_plan
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
 
 _FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
@@ -55,6 +55,9 @@ class ElementwiseRule:
     def rewrite(self, emit: Emitter, bound: Bound) -> None:
         if self.op == "Mod" and not int(bound.attrs["fmod"]) and bound.types[0] in _FLOAT_TYPES:
             emit.require(28, "Mod of floating-point inputs with fmod=0")  # ONNX defines it from Mod-28 on
+        if bound.types[0] is None and bound.in_function and form_depends_on_type(self.op, emit.opset):
+            raise emit.fail(f"the standard {self.op}-{emit.opset} is written per element type, which a function body "
+                            "does not give (its call sites do)")
         form = emit.elementwise_form(self.op, bound.types[0])
         b = self.align_pdpd(emit, bound) if self.mode == "pdpd" else bound.inputs[1]
         if self.guards and bound.out_shape is None:

@@ -262,6 +262,29 @@ def test_pow_with_exponents_ort_lacks_runs_in_plain_ort(base: int, exponent: int
     np.testing.assert_array_equal(got, kernel)
 
 
+@pytest.mark.parametrize(("op", "opset"), [("Add", 11), ("Add", 13), ("Add", 17), ("Max", 13), ("Max", 17)])
+def test_narrow_types_inside_a_model_local_function(op: str, opset: int) -> None:
+    """uint8 Add (and int16 Max) inside a model-local function: the body gives no element type, and before opset 14
+    the standard Add has no uint8 (ORT has no int16 Max): the function is inlined at its call site, where the type
+    is known, and written widened. It failed with onnx's raw InferenceError. Values: numpy's wrapping uint8 sum and
+    int16 maximum, written here."""
+    elem, dtype = (TensorProto.UINT8, np.uint8) if op == "Add" else (TensorProto.INT16, np.int16)
+    body = helper.make_node(op, ["a", "b"], ["y"], domain="onnx_bcast", name="inner", auto_broadcast="numpy")
+    function = helper.make_function("local", "fn", ["a", "b"], ["y"], [body],
+                                    [helper.make_opsetid("", opset), helper.make_opsetid("onnx_bcast", 1)])
+    graph = helper.make_graph([helper.make_node("fn", ["A", "B"], ["C"], domain="local", name="call")], "g",
+                              [helper.make_tensor_value_info("A", elem, [2, 3]),
+                               helper.make_tensor_value_info("B", elem, [3])],
+                              [helper.make_tensor_value_info("C", elem, None)])
+    model = helper.make_model(graph, functions=[function], ir_version=8, opset_imports=[
+        helper.make_opsetid("", opset), helper.make_opsetid("onnx_bcast", 1), helper.make_opsetid("local", 1)])
+    a, b = np.array([[250, 1, 2], [3, 4, 5]], dtype), np.array([10, 20, 3], dtype)
+    expected = (a.astype(np.int64) + b).astype(dtype) if op == "Add" else np.maximum(a, b)
+    converted = onnx_bcast.convert(model)
+    plain = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(plain.run(None, {"A": a, "B": b})[0], expected)
+
+
 def test_pdpd_inside_a_model_local_function_converts_where_its_call_site_gives_the_ranks() -> None:
     """Inside the function nothing is typed; inlined at its call site, the ranks are known and pdpd converts."""
     body = helper.make_node("Add", ["a", "b"], ["y"], domain="onnx_bcast", name="inner", auto_broadcast="pdpd", axis=1)

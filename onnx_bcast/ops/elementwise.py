@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -175,6 +176,20 @@ def standard_form(op: str, opset: int, elem: int | None) -> str:
         raise ValueError(f"no version of the standard {op} takes {_type_string(elem)}")
     raise ValueError(f"standard {op} of {_type_string(elem)} needs default-domain opset >= {since}; the model uses "
                      f"opset {opset}")
+
+
+@functools.cache
+def form_depends_on_type(op: str, opset: int) -> bool:
+    """Whether, at ``opset``, some element type the op takes is written otherwise than the standard op itself
+    (widened, ``Or(Less, Equal)``, or refused): a node whose type is unknown (in a function) cannot be written."""
+    for type_str in standard_types(op):
+        elem = getattr(onnx.TensorProto, type_str[len("tensor("):-1].upper())
+        try:
+            if standard_form(op, opset, elem) != "direct":
+                return True
+        except ValueError:
+            return True
+    return False
 
 
 def _kernel(op: str) -> Callable[[list[np.ndarray | None], dict[str, Any]], np.ndarray]:
