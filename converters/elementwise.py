@@ -8,7 +8,10 @@
   only at run time, a guard checks that each aligned B dim is 1 or A's (the output is A's shape).
 
 Before opset 12, ``LessOrEqual``/``GreaterOrEqual`` are written ``Or(Less, Equal)``; a type the standard op
-only takes at a later opset is refused with that opset named (both decided by the emitter).
+only takes at a later opset, or that ONNX Runtime has no kernel for (``Max``/``Min`` of int16/uint16), is computed
+on a wider type where that is exact, else refused with the opset named (both decided by the emitter). ``Pow``'s
+narrow integer and uint64 exponents, which ONNX Runtime has no kernel for, are cast to double: the kernel computes
+every integer exponent as a double.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from onnx import TensorProto
 from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guards import Guard, checked_b
 from onnx_bcast.emitter import Emitter
-from onnx_bcast.ops.elementwise import ARITHMETIC, pdpd_axes_plan
+from onnx_bcast.ops.elementwise import ARITHMETIC, POW_EXPONENTS_AS_DOUBLE, form_depends_on_type, pdpd_axes_plan
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
 
 _FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
@@ -52,10 +55,15 @@ class ElementwiseRule:
     def rewrite(self, emit: Emitter, bound: Bound) -> None:
         if self.op == "Mod" and not int(bound.attrs["fmod"]) and bound.types[0] in _FLOAT_TYPES:
             emit.require(28, "Mod of floating-point inputs with fmod=0")  # ONNX defines it from Mod-28 on
+        if bound.types[0] is None and bound.in_function and form_depends_on_type(self.op, emit.opset):
+            raise emit.fail(f"the standard {self.op}-{emit.opset} is written per element type, which a function body "
+                            "does not give (its call sites do)")
         form = emit.elementwise_form(self.op, bound.types[0])
         b = self.align_pdpd(emit, bound) if self.mode == "pdpd" else bound.inputs[1]
         if self.guards and bound.out_shape is None:
             b = checked_b(emit, bound, bound.inputs[0], b)
+        if self.op == "Pow" and bound.types[1] in POW_EXPONENTS_AS_DOUBLE:
+            b = emit.cast(b, TensorProto.DOUBLE)
         self.emit_standard(emit, bound, b, form)
 
     def emit_standard(self, emit: Emitter, bound: Bound, b: str, form: str) -> None:

@@ -254,9 +254,13 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
                            allow_initializers=not entry.in_function, final_name=bound.node.name,
                            mode_attr=bound.spec.mode_attr, doc=doc)
             emit.elision, emit.constants = elision, constants
-            if not replays.rewrite(rule, bound, emit):
-                rule.rewrite(emit, bound)
-                emit.prune(bound.outputs)
+            try:
+                if not replays.rewrite(rule, bound, emit):
+                    rule.rewrite(emit, bound)
+                    emit.prune(bound.outputs)
+            except BroadcastError as err:
+                err.in_function = entry.in_function  # as in ``_bound_with_rule``: inline, retry
+                raise
             read |= emit.reads
             replacements[index] = emit.nodes
             done += 1

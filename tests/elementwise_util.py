@@ -52,13 +52,14 @@ def values(op: str, shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Gene
 
 
 def elementwise_model(op: str, rule: str, axis: int, a_dims: list, b_dims: list, elem: int, opset: int = 17,
-                      **attrs) -> ModelProto:
-    """One onnx_bcast elementwise node between graph inputs A and B (dims may be names: dynamic)."""
+                      b_elem: int | None = None, **attrs) -> ModelProto:
+    """One onnx_bcast elementwise node between graph inputs A and B (dims may be names: dynamic); B of ``elem``
+    unless ``b_elem`` (Pow's exponent) is given."""
     node = helper.make_node(op, ["A", "B"], ["C"], domain="onnx_bcast", name=f"{op.lower()}_node",
                             auto_broadcast=rule, axis=axis, **attrs)
     out_elem = TensorProto.BOOL if op in COMPARISON_OPS or op in LOGICAL_OPS else elem
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("A", elem, a_dims),
-                                            helper.make_tensor_value_info("B", elem, b_dims)],
+                                            helper.make_tensor_value_info("B", b_elem or elem, b_dims)],
                               [helper.make_tensor_value_info("C", out_elem, None)])
     opsets = [helper.make_opsetid("", opset), helper.make_opsetid("onnx_bcast", 1)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=10)

@@ -217,6 +217,74 @@ def test_a_type_the_opset_predates_is_computed_on_a_wider_type_and_cast_back(op:
     np.testing.assert_array_equal(onnx_bcast.InferenceSession(model).run(None, {"A": a, "B": b})[0], expected)
 
 
+@pytest.mark.parametrize("op", ["Max", "Min"])
+@pytest.mark.parametrize("elem", [TensorProto.INT16, TensorProto.UINT16])
+def test_max_min_of_16_bit_integers_run_in_plain_ort(op: str, elem: int) -> None:
+    """ONNX Runtime has no Max/Min kernel for int16/uint16 though the standard op takes them: the converted model
+    computes them on int32 and runs; values: numpy's maximum/minimum written here."""
+    model = elementwise_model(op, "pdpd", 1, [2, 3, 4], [3], elem, opset=13)
+    converted = onnx_bcast.convert(model)
+    dtype = helper.tensor_dtype_to_np_dtype(elem)
+    info = np.iinfo(dtype)
+    a = np.linspace(info.min, info.max, 24).astype(dtype).reshape(2, 3, 4)
+    b = np.array([info.max, 3, info.min], dtype)
+    expected = (np.maximum if op == "Max" else np.minimum)(a, b.reshape(1, 3, 1))
+    plain = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = plain.run(None, {"A": a, "B": b})[0]
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("exponent", [TensorProto.INT8, TensorProto.INT16, TensorProto.UINT8, TensorProto.UINT16,
+                                      TensorProto.UINT32, TensorProto.UINT64])
+@pytest.mark.parametrize("base", [TensorProto.FLOAT, TensorProto.INT32])
+def test_pow_with_exponents_ort_lacks_runs_in_plain_ort(base: int, exponent: int) -> None:
+    """ONNX Runtime has no Pow kernel for these exponent types; the standard op, and our kernel, compute an integer
+    exponent as a double (C's pow, cast back to the base's type). The converted model runs in plain ORT; values:
+    numpy's float64 power written here, cast to the base type (x ** 2 and x ** 3 are exact either way)."""
+    model = elementwise_model("Pow", "numpy", -1, [2, 3], [3], base, opset=15, b_elem=exponent)
+    converted = onnx_bcast.convert(model)
+    base_dtype, exp_dtype = helper.tensor_dtype_to_np_dtype(base), helper.tensor_dtype_to_np_dtype(exponent)
+    a = np.array([[-2, -1, 0], [1, 2, 3]], base_dtype)
+    b = np.array([5, np.iinfo(exp_dtype).max if exp_dtype.kind == "u" else 3, 2], exp_dtype)
+    with np.errstate(all="ignore"):
+        wide = np.power(a.astype(np.float64), b.astype(np.float64))
+        expected = wide.astype(np.float32) if base_dtype == np.float32 else None
+    plain = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = plain.run(None, {"A": a, "B": b})[0]
+    assert got.dtype == base_dtype
+    kernel = onnx_bcast.elementwise("Pow", a, b)
+    if expected is not None:
+        np.testing.assert_array_equal(got, expected)
+    else:  # int32: huge powers leave int32's range, where C's cast gives the minimum; the small ones are exact
+        np.testing.assert_array_equal(got[:, 0], wide[:, 0].astype(np.int32))
+        np.testing.assert_array_equal(got[:, 2], wide[:, 2].astype(np.int32))
+    np.testing.assert_array_equal(got, kernel)
+
+
+@pytest.mark.parametrize(("op", "opset"), [("Add", 11), ("Add", 13), ("Add", 17), ("Max", 13), ("Max", 17)])
+def test_narrow_types_inside_a_model_local_function(op: str, opset: int) -> None:
+    """uint8 Add (and int16 Max) inside a model-local function: the body gives no element type, and before opset 14
+    the standard Add has no uint8 (ORT has no int16 Max): the function is inlined at its call site, where the type
+    is known, and written widened. It failed with onnx's raw InferenceError. Values: numpy's wrapping uint8 sum and
+    int16 maximum, written here."""
+    elem, dtype = (TensorProto.UINT8, np.uint8) if op == "Add" else (TensorProto.INT16, np.int16)
+    body = helper.make_node(op, ["a", "b"], ["y"], domain="onnx_bcast", name="inner", auto_broadcast="numpy")
+    function = helper.make_function("local", "fn", ["a", "b"], ["y"], [body],
+                                    [helper.make_opsetid("", opset), helper.make_opsetid("onnx_bcast", 1)])
+    graph = helper.make_graph([helper.make_node("fn", ["A", "B"], ["C"], domain="local", name="call")], "g",
+                              [helper.make_tensor_value_info("A", elem, [2, 3]),
+                               helper.make_tensor_value_info("B", elem, [3])],
+                              [helper.make_tensor_value_info("C", elem, None)])
+    model = helper.make_model(graph, functions=[function], ir_version=8, opset_imports=[
+        helper.make_opsetid("", opset), helper.make_opsetid("onnx_bcast", 1), helper.make_opsetid("local", 1)])
+    a, b = np.array([[250, 1, 2], [3, 4, 5]], dtype), np.array([10, 20, 3], dtype)
+    expected = (a.astype(np.int64) + b).astype(dtype) if op == "Add" else np.maximum(a, b)
+    converted = onnx_bcast.convert(model)
+    plain = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(plain.run(None, {"A": a, "B": b})[0], expected)
+
+
 def test_pdpd_inside_a_model_local_function_converts_where_its_call_site_gives_the_ranks() -> None:
     """Inside the function nothing is typed; inlined at its call site, the ranks are known and pdpd converts."""
     body = helper.make_node("Add", ["a", "b"], ["y"], domain="onnx_bcast", name="inner", auto_broadcast="pdpd", axis=1)

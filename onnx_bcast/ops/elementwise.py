@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -147,6 +148,12 @@ _T = onnx.TensorProto
 _WIDER = {_T.INT8: (_T.INT32,), _T.UINT8: (_T.INT32,), _T.INT16: (_T.INT32,), _T.UINT16: (_T.INT32,),
           _T.INT32: (_T.INT64,), _T.UINT32: (_T.INT64,), _T.FLOAT16: (_T.FLOAT,), _T.BFLOAT16: (_T.FLOAT,)}
 _EXACT_WHEN_WIDENED = {"Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", *COMPARISONS}
+# types the standard op takes that ONNX Runtime's CPU provider has no kernel for (1.20 to 1.32): written widened,
+# which is exact, so that the converted model runs wherever the original runs
+NO_RUNTIME_KERNEL = frozenset({("Max", _T.INT16), ("Max", _T.UINT16), ("Min", _T.INT16), ("Min", _T.UINT16)})
+# Pow exponent types (T1) ONNX Runtime has no kernel for: the kernel computes every integer exponent as a double
+# (C's pow), so the converted model casts these to double, which computes the same bits
+POW_EXPONENTS_AS_DOUBLE = frozenset({_T.INT8, _T.INT16, _T.UINT8, _T.UINT16, _T.UINT32, _T.UINT64})
 
 
 def standard_form(op: str, opset: int, elem: int | None) -> str:
@@ -155,7 +162,7 @@ def standard_form(op: str, opset: int, elem: int | None) -> str:
 
     Raises ``ValueError`` naming the opset needed when neither form exists for ``elem`` at ``opset``.
     """
-    if elem is None or standard_accepts(op, opset, elem):
+    if elem is None or (standard_accepts(op, opset, elem) and (op, elem) not in NO_RUNTIME_KERNEL):
         return "direct"
     strict = {"LessOrEqual": "Less", "GreaterOrEqual": "Greater"}.get(op)
     if strict and standard_accepts(strict, opset, elem) and standard_accepts("Equal", opset, elem):
@@ -169,6 +176,20 @@ def standard_form(op: str, opset: int, elem: int | None) -> str:
         raise ValueError(f"no version of the standard {op} takes {_type_string(elem)}")
     raise ValueError(f"standard {op} of {_type_string(elem)} needs default-domain opset >= {since}; the model uses "
                      f"opset {opset}")
+
+
+@functools.cache
+def form_depends_on_type(op: str, opset: int) -> bool:
+    """Whether, at ``opset``, some element type the op takes is written otherwise than the standard op itself
+    (widened, ``Or(Less, Equal)``, or refused): a node whose type is unknown (in a function) cannot be written."""
+    for type_str in standard_types(op):
+        elem = getattr(onnx.TensorProto, type_str[len("tensor("):-1].upper())
+        try:
+            if standard_form(op, opset, elem) != "direct":
+                return True
+        except ValueError:
+            return True
+    return False
 
 
 def _kernel(op: str) -> Callable[[list[np.ndarray | None], dict[str, Any]], np.ndarray]:
