@@ -1,4 +1,4 @@
-"""What ``onnx-bcast check`` reports: our nodes, their modes, and static validation."""
+"""What ``onnx-bcast check`` reports: our nodes, their modes, their inputs as known statically, and validation."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import onnx
 
 from onnx_bcast import schemas
+from onnx_bcast.converters.guards import known_shapes
 from onnx_bcast.declaring import declare
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.importers.legacy_onnx import imported_if_legacy
@@ -47,7 +48,8 @@ def check_model(model: onnx.ModelProto) -> CheckReport:
                 report.errors.append(str(err))
                 report.lines.append(f"{node.name or f'{node.op_type}#{index}'}: {node.op_type}")
                 continue
-            detail = " ".join(f"{k}={list(v) if isinstance(v, tuple) else v}" for k, v in declared.attrs.items())
+            attrs = {k: v for k, v in declared.attrs.items() if k != "axis" or declared.mode == "pdpd"}
+            detail = " ".join(f"{k}={list(v) if isinstance(v, tuple) else v}" for k, v in attrs.items())
             legacy = imported.nodes.get(declared.label) if imported is not None else None
             origin = f" (from legacy {legacy.form} '{legacy.label}')" if legacy is not None else ""
             report.lines.append(f"{declared.label}: {node.op_type} {detail}".rstrip() + origin)
@@ -55,10 +57,13 @@ def check_model(model: onnx.ModelProto) -> CheckReport:
     if report.errors:
         return report
     try:
-        bind_model(model, ort_rule_set())
+        bound = bind_model(model, ort_rule_set())
         onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
     except (BroadcastError, onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as err:
         report.errors.append(str(err).strip().splitlines()[0])
         return report
+    inputs = {b.label: known_shapes(b).removeprefix("statically: ") for b in bound}
+    report.lines = [f"{line}; {inputs[line.split(':')[0]]}" if line.split(":")[0] in inputs else line
+                    for line in report.lines]
     report.lines.append("ok: attributes valid, static shapes consistent")
     return report
