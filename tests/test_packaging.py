@@ -8,6 +8,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 import onnx_bcast
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,3 +69,16 @@ def test_readme_links_resolve_inside_the_repository() -> None:
                 continue
             path = (doc.parent / target.split("#", 1)[0]).resolve()
             assert path.is_relative_to(ROOT) and path.exists(), f"{doc.name}: {target}"
+
+
+def test_every_subpackage_is_in_the_wheel() -> None:
+    """pyproject.toml lists the packages one by one (converters/ is mapped into onnx_bcast): a folder of the package
+    missing there works in an editable install and is absent from the wheel (onnx_bcast.importers was)."""
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is Python 3.11+")
+    config = tomllib.loads(_pyproject())["tool"]["setuptools"]
+    listed, dirs = set(config["packages"]), config["package-dir"]
+    for init in sorted((ROOT / "onnx_bcast").rglob("__init__.py")):
+        if "__pycache__" in init.parts:
+            continue
+        name = ".".join(init.parent.relative_to(ROOT).parts)
+        assert name in listed and dirs.get(name) == init.parent.relative_to(ROOT).as_posix(), name
