@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import math
 import os
 import shutil
 import tempfile
@@ -87,8 +88,8 @@ def read_small_constants(model: ModelProto, folder: Path) -> int:
         if tensor.data_type not in _INTS or len(tensor.dims) > 1:
             continue
         info = ExternalDataInfo(tensor)
-        size = info.length if info.length else None
-        if size is None or size > SMALL_CONSTANT_BYTES:
+        size = info.length or (8 if tensor.data_type == TensorProto.INT64 else 4) * math.prod(tensor.dims)
+        if size > SMALL_CONSTANT_BYTES:
             continue
         with open(checked_file(folder, info.location, str(folder)), "rb") as file:
             file.seek(info.offset or 0)
