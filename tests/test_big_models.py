@@ -150,6 +150,32 @@ def test_convert_never_reads_the_weights(layers: Layers) -> None:
     _no_inline_weights(converted)
 
 
+def test_external_values_are_never_read_from_the_working_folder(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A target left in its file (no small constant read) is unknown when converting: a file of the same name in
+    the working folder, holding another target, is not read (onnx's helpers would look there). The converted model
+    with its own data: ``Broadcast<numpy>(x [3], [2, 3])`` is numpy's ``broadcast_to``."""
+    monkeypatch.setattr(external_data, "SMALL_CONSTANT_BYTES", -1)
+    folder, elsewhere = tmp_path / "model", tmp_path / "cwd"
+    folder.mkdir()
+    elsewhere.mkdir()
+    (folder / "t.bin").write_bytes(np.array([2, 3], np.int64).tobytes())
+    (elsewhere / "t.bin").write_bytes(np.array([2, 4], np.int64).tobytes())  # x [3] cannot meet 4
+    node = helper.make_node("Broadcast", ["x", "t"], ["y"], domain=DOMAIN, name="b", mode="numpy")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [_refer("t", TensorProto.INT64, [2], "t.bin", 0, 16)])
+    onnx.save(helper.make_model(graph, opset_imports=OURS, ir_version=10), folder / "m.onnx")
+    monkeypatch.chdir(elsewhere)
+    x = np.array([1.0, 2.0, 3.0], F32)
+    converted = onnx_bcast.convert(str(folder / "m.onnx"))
+    assert converted.graph.initializer[0].data_location == TensorProto.EXTERNAL
+    # ORT's own shape inference cannot read an external shape either: give it the data, read from the model's folder
+    session = ort.InferenceSession(external_data.with_data(converted).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(session.run(None, {"x": x})[0], np.broadcast_to(x, (2, 3)))
+
+
 @pytest.mark.parametrize("where", ["same", "other"])
 def test_cli_convert_refers_to_the_weights(layers: Layers, tmp_path: Path, where: str) -> None:
     """Same folder: the output refers to the input's data file itself; another folder: a copy of it. The input's
