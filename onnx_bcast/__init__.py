@@ -7,6 +7,7 @@ from importlib import metadata as _metadata
 from onnx_bcast.convert import convert
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.importers.legacy_onnx import import_legacy
+from onnx_bcast.model_io import save_model
 from onnx_bcast.ops.backprop import broadcast_backprop, broadcast_v0_backprop, unbroadcast
 from onnx_bcast.ops.broadcast import broadcast, broadcast_shape, expand
 from onnx_bcast.ops.broadcast_v0 import broadcast_like_v0, broadcast_v0
@@ -77,6 +78,7 @@ __all__ = [
     "expand",
     "import_legacy",
     "prepare",
+    "save_model",
     "session_options",
     "unbroadcast",
 ]

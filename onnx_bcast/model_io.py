@@ -11,7 +11,7 @@ from pathlib import Path
 import onnx
 from onnx.external_data_helper import convert_model_to_external_data, uses_external_data
 
-from onnx_bcast.model_walk import all_node_lists
+from onnx_bcast import external_data
 
 logger = logging.getLogger("onnx_bcast.model_io")
 PROTOBUF_LIMIT = 2 * 1024**3 - 1
@@ -66,28 +66,6 @@ def _check_is_model(model: onnx.ModelProto, path: Path) -> None:
         raise UnsafeModel(f"{path}: not an ONNX model (no {missing}; truncated or not an .onnx file?)")
 
 
-def external_locations(model: onnx.ModelProto) -> list[str]:
-    """The external-data file names a model's tensors refer to."""
-    locations = []
-    for tensor in _all_tensors(model):
-        if uses_external_data(tensor):
-            info = {entry.key: entry.value for entry in tensor.external_data}
-            locations.append(info.get("location", ""))
-    return locations
-
-
-def _all_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:
-    tensors = []
-    for container, _ in all_node_lists(model):
-        tensors.extend(getattr(container, "initializer", []))
-        for node in container.node:
-            for attr in node.attribute:
-                if attr.HasField("t"):
-                    tensors.append(attr.t)
-                tensors.extend(attr.tensors)
-    return tensors
-
-
 def load_model(model: str | os.PathLike | bytes | onnx.ModelProto) -> onnx.ModelProto:
     """A ModelProto from a path, serialized bytes or a ModelProto (returned as it is).
 
@@ -106,22 +84,31 @@ def load_model(model: str | os.PathLike | bytes | onnx.ModelProto) -> onnx.Model
 
 
 def load_model_file(path: Path) -> tuple[onnx.ModelProto, bool]:
-    """Load a model; external data is read only from files inside the model's folder.
+    """Load a model's graph; its external data stays in its files, which must be inside the model's folder.
 
-    Returns the model (external data loaded) and whether it had external data.
+    Only the small integer tensors (shape-like inputs) are read from them (``external_data.read_small_constants``);
+    the others stay references, and the model records its folder (``external_data.FOLDER_KEY``) so that sessions
+    and ``save_model`` find them. Returns the model and whether it had external data.
     """
     path = Path(path)
     _check_file_size(path)
     model = _parse(path)
     _check_is_model(model, path)
     folder = path.resolve().parent
-    locations = external_locations(model)
-    for location in locations:
-        target = (folder / location).resolve()
-        if Path(location).is_absolute() or folder not in target.parents:
-            raise UnsafeModel(f"{path}: external data location {location!r} points outside the model's folder")
+    try:
+        locations = external_data.check_locations(model, folder, str(path))
+    except external_data.UnsafeLocation as err:
+        raise UnsafeModel(str(err)) from None
     if locations:
-        onnx.load_external_data_for_model(model, str(folder))
+        try:
+            read = external_data.read_small_constants(model, folder)
+        except external_data.UnsafeLocation as err:
+            raise UnsafeModel(str(err)) from None
+        except OSError as err:
+            raise UnsafeModel(f"{path}: cannot read its external data ({err.strerror or err})") from None
+        external_data.set_folder(model, folder)
+        logger.debug("%s: %d small constants read from external data; the other tensors stay in %s", path, read,
+                     ", ".join(locations))
     logger.info("read %s: IR version %d, %d nodes in the main graph%s", path, model.ir_version,
                 len(model.graph.node), ", external data" if locations else "")
     return model, bool(locations)
@@ -129,18 +116,21 @@ def load_model_file(path: Path) -> tuple[onnx.ModelProto, bool]:
 
 def _size_without_external_data(model: onnx.ModelProto) -> int:
     """The serialized size once the tensors marked external have their bytes moved out (raw_data is kept until then)."""
-    moved = sum(len(t.raw_data) for t in _all_tensors(model) if uses_external_data(t))
+    moved = sum(len(t.raw_data) for t in external_data.all_tensors(model) if uses_external_data(t))
     return model.ByteSize() - moved
 
 
 def save_atomically(model: onnx.ModelProto, path: Path, external: bool = False) -> None:
     """Write ``model`` to ``path`` so that a failure or a crash never leaves a file there (or a half-written one).
 
-    Large tensors go to ``<name>.data`` next to the output when ``external`` (the input had external data) or
-    when the model is over protobuf's 2 GiB limit; then ``model``'s tensors are turned into external references
-    in place. Everything is written into a temporary folder beside ``path`` and renamed into place at the end.
-    An OS error (a read-only folder, ``path`` a folder, a full disk) is an ``OSError`` naming ``path``, never
-    the temporary files.
+    Tensors that refer to external data keep referring to their files, made available beside ``path`` under the
+    same names (``external_data.place``: the files themselves in the same folder, else copies, reflinked or sparse
+    where the file system allows); the input's files are never written. Inline tensors over 1 KiB go to a new
+    ``<name>.data`` (another name if that one is taken) when ``external`` or when the model is over protobuf's
+    2 GiB limit; then ``model``'s tensors are turned into external references in place. Everything is written
+    into a temporary folder beside ``path`` and renamed into place at the end; afterwards ``model`` refers to the
+    files beside ``path``. An OS error (a read-only folder, ``path`` a folder, a full disk) is an ``OSError``
+    naming ``path``, never the temporary files.
     """
     path = Path(path)
     try:
@@ -151,12 +141,34 @@ def save_atomically(model: onnx.ModelProto, path: Path, external: bool = False) 
     logger.info("wrote %s", path)
 
 
+def _free_data_name(path: Path, taken: list[str]) -> str:
+    """``<name>.data``, or ``<name>.<k>.data`` where that is a data file the model already refers to."""
+    name, k = f"{path.name}.data", 1
+    while name in taken:
+        name, k = f"{path.name}.{k}.data", k + 1
+    return name
+
+
 def _save_atomically(model: onnx.ModelProto, path: Path, external: bool) -> None:
-    data_name = f"{path.name}.data"
+    folder = path.parent.resolve()
+    source = external_data.folder_of(model)
+    locations = external_data.check_locations(model, source or folder, str(path))
+    if locations and source is None:
+        missing = [name for name in locations if not (folder / name).is_file()]
+        if missing:
+            raise ValueError(f"{path}: the model's tensors refer to external data files {missing} that are not "
+                             "beside it, and the model does not say where they are (load it with "
+                             "onnx_bcast.load_model, or onnx.load with its data); nothing written")
+    data_name = _free_data_name(path, locations)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    written = False
     try:
+        moves = external_data.place(locations, source, folder, staging) if source is not None else []
         tmp = staging / path.name
-        if external or model.ByteSize() > PROTOBUF_LIMIT:
+        external_data.set_folder(model, None)  # for onnx-bcast only: not written
+        inline_out = (external and any(len(t.raw_data) >= 1024 for t in external_data.all_tensors(model))) or \
+            model.ByteSize() > PROTOBUF_LIMIT
+        if inline_out:
             convert_model_to_external_data(model, all_tensors_to_one_file=True, location=data_name,
                                            size_threshold=1024)
             skeleton = _size_without_external_data(model)
@@ -167,8 +179,24 @@ def _save_atomically(model: onnx.ModelProto, path: Path, external: bool) -> None
                             location=data_name, size_threshold=1024)
         else:
             onnx.save_model(model, str(tmp))
+        for staged, final in moves:
+            os.replace(staged, final)
         if (staging / data_name).exists():
             os.replace(staging / data_name, path.parent / data_name)
         os.replace(tmp, path)
+        written = True
     finally:
+        if written and external_data.has_external_data(model):
+            external_data.set_folder(model, folder)  # every file it refers to is now beside ``path``
+        elif source is not None:
+            external_data.set_folder(model, source)
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def save_model(model: onnx.ModelProto, path: str | os.PathLike) -> None:
+    """Write a model that ``onnx_bcast.convert`` (or ``prepare``) returned, with its data: tensors that refer to
+    the input's external data files keep referring to them, made available beside ``path`` (copies, reflinked or
+    sparse where the file system allows, where the folders differ; nothing where the folder is the input's), and a model
+    over protobuf's 2 GiB limit has its large inline tensors written to ``<name>.data``. The write is atomic
+    (nothing is left at ``path`` on failure) and never modifies the input's files."""
+    save_atomically(model, Path(os.fspath(path)))

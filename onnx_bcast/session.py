@@ -10,7 +10,7 @@ from typing import Any
 import onnxruntime as ort
 from onnx import ModelProto
 
-from onnx_bcast import ort_ops, schemas
+from onnx_bcast import external_data, ort_ops, schemas
 from onnx_bcast.declaring import declare, node_label
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.importers.legacy_onnx import imported_if_legacy
@@ -71,12 +71,10 @@ class InferenceSession(ort.InferenceSession):
                 # make a session, fails each run with the message it gives (else its error is raised here)
                 self.backend = "numpy"
                 self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes)
-                super().__init__(self.prepared_model.SerializeToString(), sess_options=session_options(options),
-                                 providers=providers, **kwargs)
+                self._load(session_options(options), providers, **kwargs)
                 return
             try:
-                super().__init__(self.prepared_model.SerializeToString(), sess_options=options, providers=providers,
-                                 **kwargs)
+                self._load(options, providers, **kwargs)
                 return
             except Exception as exc:
                 node = failed_node(exc)
@@ -87,8 +85,14 @@ class InferenceSession(ort.InferenceSession):
                 logger.debug("native form refused when loaded (%s); running the numpy backend", exc)
                 self.backend = "numpy"
         self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes)
-        super().__init__(self.prepared_model.SerializeToString(), sess_options=session_options(options),
-                         providers=providers, **kwargs)
+        self._load(session_options(options), providers, **kwargs)
+
+    def _load(self, options: ort.SessionOptions, providers: list[Any], **kwargs: Any) -> None:
+        """ONNX Runtime's session of ``prepared_model``: given its graph as bytes, and the folder of its external
+        data, which ONNX Runtime reads (memory-maps) itself: the weights never pass through Python."""
+        super().__init__(external_data.session_bytes(self.prepared_model),
+                         sess_options=external_data.ort_options(self.prepared_model, options), providers=providers,
+                         **kwargs)
 
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> list[Any]:
         """Like ``onnxruntime.InferenceSession.run``; an invalid broadcast raises ``BroadcastError``."""

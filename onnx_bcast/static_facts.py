@@ -31,8 +31,9 @@ def raw_int_key(tensor: TensorProto) -> tuple | None:
 
 
 def small_values(tensor: TensorProto | None) -> np.ndarray | None:
-    """A constant's values; int32/int64 (shape-like inputs) without numpy_helper's general (slower) path."""
-    if tensor is None:
+    """A constant's values; int32/int64 (shape-like inputs) without numpy_helper's general (slower) path. None for
+    one whose data is in an external file (onnx would read it relative to the working folder)."""
+    if tensor is None or tensor.data_location == TensorProto.EXTERNAL:
         return None
     key = raw_int_key(tensor)
     if key is not None:

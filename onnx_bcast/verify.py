@@ -12,6 +12,7 @@ import onnxruntime as ort
 from onnx import ModelProto
 from onnx.reference import ReferenceEvaluator
 
+from onnx_bcast import external_data
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.inputs import random_feeds
 from onnx_bcast.model_walk import all_node_lists
@@ -97,7 +98,8 @@ def verify_equal(original: ModelProto, converted: ModelProto, feeds: dict[str, n
     ours = InferenceSession(original)
     options = ort.SessionOptions()
     options.log_severity_level = 4  # runs on invalid inputs fail by design: no error log for them
-    plain = ort.InferenceSession(converted.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    plain = ort.InferenceSession(external_data.session_bytes(converted), external_data.ort_options(converted, options),
+                                 providers=["CPUExecutionProvider"])
     given = feeds or {}
     feeds = random_feeds(ours, seed, given, shapes)
     generated = [name for name in feeds if name not in given]
@@ -128,7 +130,7 @@ def verify_equal(original: ModelProto, converted: ModelProto, feeds: dict[str, n
             pass
         except Exception:  # refused for another reason (e.g. ORT's input checks): not a broadcast to compare
             continue
-        reference = reference or ReferenceEvaluator(converted)
+        reference = reference or ReferenceEvaluator(external_data.with_data(converted))
         for runner, run in (("onnxruntime", plain.run), ("onnx.reference", reference.run)):
             try:
                 run(None, variant)

@@ -154,6 +154,11 @@ def read_model(model: str | os.PathLike | bytes | Any, core: Any = None) -> Any:
         core = openvino.Core()
         core.add_extension(extensions())
     if hasattr(model, "SerializeToString"):
+        from onnx_bcast import external_data
+
+        if external_data.folder_of(model) is not None and external_data.has_external_data(model):
+            with external_data.graph_file(model) as graph:  # OpenVINO finds the data beside a file only
+                return read_model(graph, core)
         model = model.SerializeToString()
     path = None if isinstance(model, bytes) else os.fspath(model)
     _recent.errors = []
