@@ -22,6 +22,7 @@ from onnx_bcast.openvino.graph import (
     Output,
     as_i64,
     attr,
+    checked_zero,
     dims,
     fmt,
     fold,
@@ -97,13 +98,38 @@ def broadcast_backprop(ctx: Any, op: str) -> list[Output]:
         except BroadcastError as err:
             raise explained(err, f"delta {fmt(dd)}, {r} data_shape values known at run time") from None
     rank, shape = len(dd), as_i64(data_shape)
+    out = ops.shape_of(delta, "i64").output(0)
+    checks = [([ops.greater_equal(shape, i64([0]))], "data_shape has a negative dim")]
     if mode == "explicit":
-        aligned = ops.scatter_update(i64([1] * rank), as_i64(axes), shape, i64([0])).output(0)
-    elif mode == "pdpd":
-        aligned = ones_then(rank - r if axis == -1 else axis, shape)
+        count = length(axes) if a is None else len(a)
+        if count is None:
+            raise NotImplementedError(f"{op}: axes_mapping's length must be known when reading the model into "
+                                      "OpenVINO")
+        if count != r and not (r == 0 and count == 1):
+            raise BroadcastError(op, mode, f"axes_mapping has {count} axes for {r} data_shape values known at run "
+                                           "time: one axis per data dim")
+        axes64 = as_i64(axes)
+        inside = [ops.greater_equal(axes64, i64([0])), ops.less(axes64, i64([rank]))]
+        if count > 1:
+            inside.append(ops.greater(ops.slice(axes64, i64([1]), i64([count]), i64([1])),
+                                      ops.slice(axes64, i64([0]), i64([count - 1]), i64([1]))))
+        checks.append((inside, f"axes_mapping must be strictly increasing and inside delta's rank {rank}"))
+        clamped = ops.clamp(axes64, 0, max(rank - 1, 0)).output(0)
+        landed = ops.gather(out, clamped, i64([0])).output(0) if rank else i64([1] * count)
+        if r:
+            checks.append(([ops.logical_or(ops.equal(shape, landed), ops.equal(shape, i64([1])))],
+                           "a data dim is neither 1 nor delta's dim on its axis"))
+            aligned = ops.scatter_update(i64([1] * rank), clamped, shape, i64([0])).output(0)
+        else:  # a scalar with one axis: delta's dim there must be 1
+            checks.append(([ops.equal(landed, i64([1]))], "a scalar's axis must have size 1 in delta"))
+            aligned = i64([1] * rank)
     else:
-        aligned = ones_then(rank - r, shape)
-    return [sum_to(delta, summed_where_one(aligned), data_shape)]
+        aligned = ones_then(rank - r if mode != "pdpd" or axis == -1 else axis, shape)
+        checks.append(([ops.logical_or(ops.equal(aligned, i64([1])), ops.equal(aligned, out))],
+                       f"delta's shape is not a {mode} broadcast of data_shape: each aligned data dim must be 1 "
+                       "or delta's"))
+    zero = checked_zero([(c, f"{BroadcastError(op, mode, detail)} [checked at run time]") for c, detail in checks])
+    return [sum_to(delta, ops.add(summed_where_one(aligned), zero).output(0), data_shape)]
 
 
 def broadcast_v0_backprop(ctx: Any, op: str) -> list[Output]:
@@ -156,15 +182,39 @@ def unbroadcast(ctx: Any, op: str) -> list[Output]:
         raise explained(err, f"delta {fmt(dd)}, a_shape and b_shape of lengths {ra} and {rb} known at run "
                              "time") from None
     rank, a64, b64 = len(dd), as_i64(a_shape), as_i64(b_shape)
+    out = ops.shape_of(delta, "i64").output(0)
+    one = i64([1])
+
+    def fits(x: Output, y: Output) -> Any:
+        return ops.logical_or(ops.equal(x, y), ops.equal(x, one))
+
+    checks = [([ops.greater_equal(a64, i64([0])), ops.greater_equal(b64, i64([0]))], "a_shape or b_shape has a "
+               "negative dim")]
+    aligned_a = ones_then(rank - ra, a64)
     if rule == "pdpd":
         start = ra - rb if axis == -1 else axis
         kept = min(rb, ra - start)  # B's dims past A's end are trailing 1s (SPEC: ignored)
         b_part = ops.slice(b64, i64([0]), i64([kept]), i64([1])).output(0)
+        a_part = ops.slice(a64, i64([start]), i64([start + kept]), i64([1])).output(0)
+        fit = [fits(b_part, a_part)]
+        if kept < rb:
+            fit.append(ops.equal(ops.slice(b64, i64([kept]), i64([rb]), i64([1])), one))
+        checks.append((fit, f"B does not fit A from axis {start}: each B dim must be A's or 1, and B's dims past "
+                            "A's end 1"))
         aligned_b = ones_then(start, b_part, ra - start - kept)
+        expected = a64
+    elif rule == "none":
+        checks.append(([ops.equal(a64, b64)], "A and B must have one shape"))
+        aligned_b, expected = b64, a64
     else:
         aligned_b = ones_then(rank - rb, b64)
-    return [sum_to(delta, summed_where_one(ones_then(rank - ra, a64)), a_shape),
-            sum_to(delta, summed_where_one(aligned_b), b_shape)]
-
+        checks.append(([ops.logical_or(fits(aligned_a, aligned_b), ops.equal(aligned_b, one))],
+                       "A and B do not broadcast: each aligned pair of dims must be equal or have a 1"))
+        expected = ops.select(ops.equal(aligned_a, one), aligned_b, aligned_a).output(0)
+    checks.append(([ops.equal(out, expected)], "delta's shape is not the output shape of A and B"))
+    zero = checked_zero([(c, f"{BroadcastError(op, rule, detail, mode_attr='auto_broadcast')} [checked at run "
+                             "time]") for c, detail in checks])
+    return [sum_to(delta, ops.add(summed_where_one(aligned_a), zero).output(0), a_shape),
+            sum_to(delta, ops.add(summed_where_one(aligned_b), zero).output(0), b_shape)]
 
 CONVERTERS = {BROADCAST_BACKPROP: broadcast_backprop, V0_BACKPROP: broadcast_v0_backprop, UNBROADCAST: unbroadcast}
