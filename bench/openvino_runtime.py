@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -170,7 +171,11 @@ def child() -> None:
 
 
 def _essence(text: str) -> str:
-    """The line of an OpenVINO error that says what went wrong: its last (the first ones are file positions)."""
+    """The line of an OpenVINO error that says what went wrong: its last (the first ones are file positions), or
+    the message of onnx-bcast's run-time check, which names the ``Reshape`` that failed."""
+    check = re.search(r"node with name '(.*\[checked at run time\])'", text)
+    if check:
+        return check.group(1)[:160]
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return (lines or ["?"])[-1][:120]
 
