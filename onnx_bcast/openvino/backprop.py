@@ -3,7 +3,8 @@
 The summed axes come from the forward rule as ``onnx_bcast.ops.backprop`` reads it: where the data's shape (or A's,
 B's) is known when reading, they are constants and the node is validated then (``backprop_plan``, ``v0_plan``,
 the elementwise rule); where it is fed at run time, they are computed in the graph (``NonZero`` of the aligned
-shape's 1s) and OpenVINO's ``Reshape`` to that shape is the only run-time check (see the package notes).
+shape's 1s) and the forward rule's conditions are checked in the graph (``graph.checked_zero``, tied to the
+summed axes): a run with invalid shapes fails with a ``RuntimeError`` quoting the rule.
 float16/bfloat16 are summed in float32 and rounded once, as the kernels do.
 """
 
