@@ -227,3 +227,50 @@ def test_uint8_add_wraps_where_openvino_saturated() -> None:
     a, b = np.array([200, 255, 3], np.uint8), np.array([72, 255, 4], np.uint8)
     got = compiled(one_node("Add", {}, {"A": a, "B": b}))({"A": a, "B": b})[0]
     np.testing.assert_array_equal(np.asarray(got), np.array([16, 254, 7], np.uint8), strict=True)
+
+
+# --- shape inputs known when reading, delta's dims only at run time -----------------------------------------------
+
+
+def constant_shapes(op: str, attrs: dict, consts: dict[str, list[int]], rank: int, outputs: int) -> onnx.ModelProto:
+    """``op(delta, *consts)``: the shape inputs are initializers, delta's dims are fed at run time."""
+    node = helper.make_node(op, ["delta", *consts], [f"out{i}" for i in range(outputs)], domain="onnx_bcast",
+                            name="n", **attrs)
+    delta = helper.make_tensor_value_info("delta", TensorProto.FLOAT, [f"d{i}" for i in range(rank)])
+    outs = [helper.make_tensor_value_info(f"out{i}", TensorProto.FLOAT, None) for i in range(outputs)]
+    inits = [onnx.numpy_helper.from_array(np.array(v, np.int64), k) for k, v in consts.items()]
+    return helper.make_model(helper.make_graph([node], "g", [delta], outs, inits), opset_imports=OPSETS)
+
+
+# (op, attributes, constant shape inputs, an invalid delta, a valid delta, the valid delta's values by formula)
+CONSTANT_SHAPES = [
+    ("BroadcastBackprop", {}, {"data_shape": [3, 2]}, (2, 3), (3, 2), lambda d: [d]),
+    ("BroadcastBackprop", {}, {"data_shape": [3, 1]}, (3, 4, 2), (2, 3, 4), lambda d: [_summed(d, (0, 2), (3, 1))]),
+    ("BroadcastBackprop", {"mode": "explicit"}, {"data_shape": [3], "axes_mapping": [1]}, (2, 4), (2, 3),
+     lambda d: [_summed(d, (0,), (3,))]),
+    ("Unbroadcast", {}, {"a_shape": [3, 2], "b_shape": [1, 2]}, (2, 3), (3, 2),
+     lambda d: [d, _summed(d, (0,), (1, 2))]),
+    ("Unbroadcast", {"auto_broadcast": "pdpd", "axis": 0}, {"a_shape": [2, 3], "b_shape": [2]}, (3, 2), (2, 3),
+     lambda d: [d, _summed(d, (1,), (2,))]),
+]
+
+
+@pytest.mark.parametrize("case", CONSTANT_SHAPES, ids=lambda c: f"{c[0]}-{list(c[2].values())}")
+def test_constant_shapes_check_delta_at_run_time(case: tuple) -> None:
+    """Shape inputs known when reading, delta's dims not: a delta that is not the forward output fails the run (it
+    returned delta reshaped before); a valid one gives the formula's values."""
+    op, attrs, consts, bad_shape, good_shape, formula = case
+    outputs = 2 if op == "Unbroadcast" else 1
+    bad, good = delta_of(bad_shape), delta_of(good_shape)
+    values = {k: np.array(v, np.int64) for k, v in consts.items()}
+    with pytest.raises(onnx_bcast.BroadcastError):
+        _kernel(op, attrs, {"delta": bad} | values)
+    expected = formula(good)
+    for kernel, value in zip(_kernel(op, attrs, {"delta": good} | values), expected, strict=True):
+        np.testing.assert_array_equal(kernel, value, strict=True)
+    request = compiled(constant_shapes(op, attrs, consts, len(bad_shape), outputs)).create_infer_request()
+    with pytest.raises(RuntimeError, match=r"(?s)delta is not .*checked at run time"):
+        request.infer({"delta": bad})
+    got = request.infer({"delta": good})
+    for i, value in enumerate(expected):
+        np.testing.assert_array_equal(np.asarray(got[i]), value, strict=True)

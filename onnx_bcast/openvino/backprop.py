@@ -64,6 +64,20 @@ def summed_where_one(aligned: Output) -> Output:
     return ops.concat([i64([0]), ops.add(where, i64([1]))], 0).output(0)
 
 
+def delta_dims_check(delta: Output, axes: Sequence[int], expected: Sequence[int], message: str) -> Output | None:
+    """``graph.checked_zero`` of ``delta``'s dims on ``axes`` (known only at run time) equal to ``expected``'s
+    there; None where there are none."""
+    if not axes:
+        return None
+    got = ops.gather(ops.shape_of(delta, "i64"), i64(axes), i64([0]))
+    return checked_zero([([ops.equal(got, i64([expected[i] for i in axes]))], message)])
+
+
+def static_axes(summed: Sequence[int], zero: Output) -> Output:
+    """Known summed axes as ``sum_to`` takes run-time ones (each plus one, after a 0), tied to a check's zero."""
+    return ops.add(i64([0, *(i + 1 for i in summed)]), zero).output(0)
+
+
 def sum_to(delta: Output, axes: Sequence[int] | Output, shape: Output | None, keep_dims: bool = True) -> Output:
     """``delta`` summed over ``axes`` (float16/bfloat16 in float32, rounded once), reshaped to ``shape``. Run-time
     ``axes`` (from ``summed_where_one``) count a size-1 axis put in front of ``delta``."""
@@ -88,8 +102,10 @@ def broadcast_backprop(ctx: Any, op: str) -> list[Output]:
     axes, a = explicit_axes(ctx, op, mode)
     values = fold(data_shape)
     if values is not None and (axes is None or a is not None):
-        d, _, summed, _ = backprop_plan(values, dd, a, mode=mode, axis=axis, op=op)
-        return [sum_to(delta, summed, i64(d))]
+        d, aligned_d, summed, checked = backprop_plan(values, dd, a, mode=mode, axis=axis, op=op)
+        error = BroadcastError(op, mode, f"delta is not a {mode} broadcast of data_shape {fmt_shape(d)}")
+        zero = delta_dims_check(delta, checked, aligned_d, f"{error} [checked at run time]")
+        return [sum_to(delta, summed if zero is None else static_axes(summed, zero), i64(d))]
     r = len(values) if values is not None else length(data_shape)
     if r is None:
         raise NotImplementedError(f"{op}: data_shape's length must be known when reading the model into OpenVINO")
@@ -172,6 +188,13 @@ def unbroadcast(ctx: Any, op: str) -> list[Output]:
     a_values, b_values = fold(a_shape), fold(b_shape)
     if a_values is not None and b_values is not None:
         a, b, summed_a, summed_b = _unbroadcast_static(op, rule, axis, dd, a_values, b_values)
+        out = elementwise_shape(a, b, auto_broadcast=rule, axis=axis, op=op)
+        unknown = tuple(i for i, x in enumerate(dd) if x is None)
+        error = BroadcastError(op, rule, f"delta is not the output shape {fmt_shape(out)} of A {fmt_shape(a)} and B "
+                                         f"{fmt_shape(b)}", mode_attr="auto_broadcast")
+        zero = delta_dims_check(delta, unknown, out, f"{error} [checked at run time]")
+        if zero is not None:
+            summed_a, summed_b = static_axes(summed_a, zero), static_axes(summed_b, zero)
         return [sum_to(delta, summed_a, i64(a)), sum_to(delta, summed_b, i64(b))]
     ra, rb = length(a_shape), length(b_shape)
     if ra is None or rb is None:
