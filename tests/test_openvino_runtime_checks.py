@@ -274,3 +274,20 @@ def test_constant_shapes_check_delta_at_run_time(case: tuple) -> None:
     got = request.infer({"delta": good})
     for i, value in enumerate(expected):
         np.testing.assert_array_equal(np.asarray(got[i]), value, strict=True)
+
+
+@pytest.mark.parametrize("rule", [("numpy", -1, (400, 50), (50,)), ("pdpd", 0, (400, 50), (400,)),
+                                  ("none", -1, (400, 50), (400, 50))], ids=lambda r: r[0])
+def test_float32_div_is_correctly_rounded(rule: tuple) -> None:
+    """numpy's float32 division is IEEE's, correctly rounded; OpenVINO's CPU plugin made a ``Divide`` into
+    ``a * b**-1`` (1 ulp off for about a quarter of the quotients) until the mapping marked it."""
+    name, axis, a_shape, b_shape = rule
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-100, 100, a_shape).astype(np.float32)
+    b = rng.uniform(-100, 100, b_shape).astype(np.float32)
+    aligned = b.reshape(b.shape + (1,) * (a.ndim - b.ndim)) if name == "pdpd" else b
+    expected = a / aligned
+    attrs = {"auto_broadcast": name, "axis": axis}
+    np.testing.assert_array_equal(onnx_bcast.elementwise("Div", a, b, **attrs), expected, strict=True)
+    got = compiled(one_node("Div", attrs, {"A": a, "B": b}))({"A": a, "B": b})[0]
+    np.testing.assert_array_equal(np.asarray(got), expected, strict=True)

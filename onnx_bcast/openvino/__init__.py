@@ -43,12 +43,11 @@ cases):
   dim into the output ((2, 1) with (0,) gives (2, 0)); integer ``Div``/``Mod`` by zero (INT_MIN).
 * An error where SPEC gives a value: elementwise pdpd with a size-1 B dim on a 0-size A dim ((2, 0) with (1,):
   "Argument shapes are inconsistent.").
-* Another value: float32 ``Div`` is 1 ulp off for about a quarter of random quotients (float64 runs as float32 in
-  the CPU plugin, so dividing in float64 does not help).
 * As SPEC: 0-size broadcasts in every mode (numpy ``[3]`` to ``[0, 3]``, ``[1]`` to ``[0]``, bidirectional,
   explicit ``[0]`` to ``[2, 0]``, pdpd ``[0]`` to ``[2, 1]``: this one killed the process with SIGFPE before the
   mapping aligned pdpd itself), scalar to ``[]``, pdpd B with a trailing 1 past A's end; 8-bit arithmetic, which
-  ``elementwise`` computes in int32 and wraps back (OpenVINO's 8-bit ops saturate). No case crashes.
+  ``elementwise`` computes in int32 and wraps back (OpenVINO's 8-bit ops saturate); float32 ``Div``, marked so that
+  OpenVINO keeps it a division (a saved IR loses the mark). No case crashes.
 
 Limits: the CPU plugin compiles nothing of unknown rank ("doesn't support Broadcast operation with dynamic rank"),
 so every rank rule is checked when reading. Reading needs: the dims BroadcastLikeV0 deduces its axes from (or

@@ -21,6 +21,9 @@ narrows (the CPU plugin's wraps, the reference's need not). 8-bit ``Pow`` with a
 too (so it compiles under pdpd): exact where the power fits 8 bits; past that ONNX Runtime casts a double out of
 range (undefined in C) and the two differ.
 
+float ``Div`` is marked with OpenVINO's ``disable_divide_conversion`` attribute (``EXACT_DIVIDE``): otherwise the
+``ConvertDivide`` transformation makes it ``a * b**-1``, 1 ulp off for about a quarter of random float32 quotients.
+
 ``Pow`` with an exponent of another type: a float base converts the exponent to its type; an integer base is raised
 in the exponent's float type and converted back (OpenVINO's Convert truncates toward zero, as ONNX Runtime does).
 """
@@ -64,6 +67,10 @@ def align_pdpd(b: Output, da: tuple, db: tuple, axis: int) -> tuple[Output, tupl
         b = ops.unsqueeze(b, i64(range(kept, len(aligned)))).output(0)
     return b, aligned
 
+
+#: The rt_info key of OpenVINO's ``disable_divide_conversion`` (``NonconvertibleDivide``): without it the common
+#: transformations rewrite a float ``Divide`` as ``Multiply(a, Power(b, -1))``, two roundings.
+EXACT_DIVIDE = "nonconvertable_divide_0"
 
 #: The ops computed in int32 for 8-bit integer inputs (see the module notes).
 WIDENED_8BIT = frozenset({"Add", "Sub", "Mul", "Div", "Max", "Min", "Mod"})
@@ -126,6 +133,8 @@ def elementwise(ctx: Any, op: str) -> list[Output]:
     if ov_op == "Divide":
         attributes["m_pythondiv"] = False
     outputs = create(ov_op, [a, b], attributes)
+    if ov_op == "Divide":  # keep it a division: the CPU plugin's a * b**-1 is 1 ulp off for a quarter of quotients
+        outputs[0].get_node().get_rt_info()[EXACT_DIVIDE] = True
     if wrap:
         outputs = [wrap_to(outputs[0], ta)]
     elif convert_back is not None:
