@@ -90,6 +90,9 @@ INVALID = [
     ("BroadcastBackprop", {"mode": "explicit"},
      {"delta": delta_of((2, 3)), "data_shape": i64(2), "axes_mapping": i64(1)},
      {"delta": delta_of((2, 3)), "data_shape": i64(2), "axes_mapping": i64(0)}, "neither 1 nor delta's dim"),
+    ("BroadcastBackprop", {"mode": "explicit"},
+     {"delta": delta_of((2, 3)), "data_shape": i64(), "axes_mapping": i64(1)},
+     {"delta": delta_of((2, 1)), "data_shape": i64(), "axes_mapping": i64(1)}, "a scalar's axis must have size 1"),
     ("BroadcastBackprop", {}, {"delta": delta_of((2, 3)), "data_shape": i64(3, 2)},
      {"delta": delta_of((2, 3)), "data_shape": i64(1, 3)}, r"BroadcastBackprop\(mode=numpy\): delta's shape is not"),
     ("BroadcastBackprop", {}, {"delta": delta_of((2, 3)), "data_shape": i64(-1, 3)},
@@ -141,6 +144,12 @@ VALID = [
                                                  "b_shape": i64(1)}),
     ("Unbroadcast", {"auto_broadcast": "none"}, {"delta": delta_of((2, 3)), "a_shape": i64(2, 3),
                                                  "b_shape": i64(2, 3)}),
+    ("BroadcastBackprop", {"mode": "explicit"},
+     {"delta": delta_of((2, 3)), "data_shape": i64(), "axes_mapping": i64()}),
+    ("BroadcastBackprop", {"mode": "explicit"},
+     {"delta": delta_of((2, 1)), "data_shape": i64(), "axes_mapping": i64(1)}),
+    ("BroadcastBackprop", {}, {"delta": delta_of((2, 3)), "data_shape": i64()}),
+    ("Unbroadcast", {}, {"delta": delta_of(()), "a_shape": i64(), "b_shape": i64()}),
 ]
 
 
@@ -158,6 +167,10 @@ FORMULAS = [
     lambda f: [_summed(f["delta"], (1,), (2, 1)), _summed(f["delta"], (0,), (0,))],
     lambda f: [f["delta"], _summed(f["delta"], (0,), (3, 1))],
     lambda f: [f["delta"], _summed(f["delta"], (0, 1), (1,))],
+    lambda f: [f["delta"], f["delta"]],
+    lambda f: [_summed(f["delta"], (0, 1), ())],
+    lambda f: [_summed(f["delta"], (0, 1), ())],
+    lambda f: [_summed(f["delta"], (0, 1), ())],
     lambda f: [f["delta"], f["delta"]],
 ]
 

@@ -126,6 +126,10 @@ def broadcast_backprop(ctx: Any, op: str) -> list[Output]:
             raise BroadcastError(op, mode, f"axes_mapping has {count} axes for {r} data_shape values known at run "
                                            "time: one axis per data dim")
         axes64 = as_i64(axes)
+        if count == 0:  # a scalar without axes: nothing to check (an empty Gather here killed the CPU plugin,
+            # SIGFPE); the empty scatter keeps the input read, so that it stays an input of the compiled model
+            aligned = ops.scatter_update(i64([1] * rank), axes64, shape, i64([0])).output(0)
+    if mode == "explicit" and count:
         inside = [ops.greater_equal(axes64, i64([0])), ops.less(axes64, i64([rank]))]
         if count > 1:
             inside.append(ops.greater(ops.slice(axes64, i64([1]), i64([count]), i64([1])),
@@ -140,7 +144,7 @@ def broadcast_backprop(ctx: Any, op: str) -> list[Output]:
         else:  # a scalar with one axis: delta's dim there must be 1
             checks.append(([ops.equal(landed, i64([1]))], "a scalar's axis must have size 1 in delta"))
             aligned = i64([1] * rank)
-    else:
+    elif mode != "explicit":
         aligned = ones_then(rank - r if mode != "pdpd" or axis == -1 else axis, shape)
         checks.append(([ops.logical_or(ops.equal(aligned, i64([1])), ops.equal(aligned, out))],
                        f"delta's shape is not a {mode} broadcast of data_shape: each aligned data dim must be 1 "

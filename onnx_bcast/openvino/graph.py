@@ -208,6 +208,7 @@ def checked_zero(checks: Sequence[tuple[Sequence[Output], str]]) -> Output:
     zero = i64([0])
     for conditions, message in checks:
         flags = [c.output(0) if hasattr(c, "output") else c for c in conditions]  # nodes or outputs
+        flags = [c for c in flags if 0 not in [d.get_length() for d in c.get_partial_shape() if d.is_static]]
         bad = None
         for c in flags:
             count = ops.reduce_sum(ops.convert(ops.logical_not(c), ov.Type.i32), i64(range(len(c.get_partial_shape()))),
