@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -25,8 +26,9 @@ from onnx import TensorProto, helper
 
 import onnx_bcast
 
-F32, I32, I64 = np.float32, np.int32, np.int64
-_ELEM = {np.dtype(F32): TensorProto.FLOAT, np.dtype(I32): TensorProto.INT32, np.dtype(I64): TensorProto.INT64}
+F32, I32, I64, I8, U8 = np.float32, np.int32, np.int64, np.int8, np.uint8
+_ELEM = {np.dtype(F32): TensorProto.FLOAT, np.dtype(I32): TensorProto.INT32, np.dtype(I64): TensorProto.INT64,
+         np.dtype(I8): TensorProto.INT8, np.dtype(U8): TensorProto.UINT8}
 
 
 @dataclass
@@ -117,6 +119,34 @@ def cases() -> list[Case]:
              {"delta": _ones((2, 3)), "a_shape": _a([2, 3], I64), "b_shape": _a([1, 3], I64)},
              ("a_shape", "b_shape"), outputs=2,
              kernel=lambda: onnx_bcast.unbroadcast(_ones((2, 3)), [2, 3], [1, 3], auto_broadcast="none")),
+        Case("backprop-explicit-unsorted-axes", "BroadcastBackprop", {"mode": "explicit"},
+             {"delta": _ones((2, 3, 3)), "data_shape": _a([3, 3], I64), "axes_mapping": _a([2, 1], I64)},
+             ("data_shape", "axes_mapping"),
+             kernel=lambda: onnx_bcast.broadcast_backprop(_ones((2, 3, 3)), [3, 3], [2, 1], mode="explicit")),
+        Case("unbroadcast-numpy-delta-not-output", "Unbroadcast", {},
+             {"delta": _ones((3, 2)), "a_shape": _a([2, 3], I64), "b_shape": _a([2, 3], I64)},
+             ("a_shape", "b_shape"), outputs=2,
+             kernel=lambda: onnx_bcast.unbroadcast(_ones((3, 2)), [2, 3], [2, 3])),
+        Case("unbroadcast-pdpd-b-does-not-fit", "Unbroadcast", {"auto_broadcast": "pdpd", "axis": 0},
+             {"delta": _ones((2, 3)), "a_shape": _a([2, 3], I64), "b_shape": _a([3, 2], I64)},
+             ("a_shape", "b_shape"), outputs=2,
+             kernel=lambda: onnx_bcast.unbroadcast(_ones((2, 3)), [2, 3], [3, 2], auto_broadcast="pdpd", axis=0)),
+        Case("unbroadcast-pdpd-delta-not-a", "Unbroadcast", {"auto_broadcast": "pdpd"},
+             {"delta": _ones((3, 2)), "a_shape": _a([2, 3], I64), "b_shape": _a([3], I64)},
+             ("a_shape", "b_shape"), outputs=2,
+             kernel=lambda: onnx_bcast.unbroadcast(_ones((3, 2)), [2, 3], [3], auto_broadcast="pdpd")),
+        Case("unbroadcast-none-negative-dim", "Unbroadcast", {"auto_broadcast": "none"},
+             {"delta": _ones((2, 3)), "a_shape": _a([2, 3], I64), "b_shape": _a([-1, 3], I64)},
+             ("a_shape", "b_shape"), outputs=2,
+             kernel=lambda: onnx_bcast.unbroadcast(_ones((2, 3)), [2, 3], [-1, 3], auto_broadcast="none")),
+        Case("uint8-add-wraps", "Add", {}, {"A": _a([200, 255], U8), "B": _a([72, 255], U8)},
+             notes="arithmetic, not a broadcast"),
+        Case("int8-mul-wraps", "Mul", {}, {"A": _a([100, -128], I8), "B": _a([3, -1], I8)},
+             notes="arithmetic, not a broadcast"),
+        Case("int8-mul-pdpd", "Mul", {"auto_broadcast": "pdpd", "axis": 0},
+             {"A": _a([[100, 5], [-7, 2]], I8), "B": _a([3, -1], I8)}, notes="arithmetic, not a broadcast"),
+        Case("float32-div", "Div", {}, {"A": _a([-71, 90, 66, -34]), "B": _a([63, -82, -62, -13])},
+             notes="arithmetic, not a broadcast"),
     ]
 
 
@@ -141,7 +171,11 @@ def child() -> None:
 
 
 def _essence(text: str) -> str:
-    """The line of an OpenVINO error that says what went wrong: its last (the first ones are file positions)."""
+    """The line of an OpenVINO error that says what went wrong: its last (the first ones are file positions), or
+    the message of onnx-bcast's run-time check, which names the ``Reshape`` that failed."""
+    check = re.search(r"node with name '(.*\[checked at run time\])'", text)
+    if check:
+        return check.group(1)[:160]
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return (lines or ["?"])[-1][:120]
 

@@ -22,34 +22,41 @@ as dynamic, other negatives as 0), pdpd data not covering the target, a pdpd axi
 stretching, elementwise pdpd's trailing 1s and 0-size rules. Static 0-size and no-op broadcasts are built as
 reshapes (OpenVINO's CPU plugin dies with SIGFPE or errs on several of them).
 
-Run time: where only run-time values decide, OpenVINO applies its own rules. Measured with openvino 2026.4.1 and
-2026.0.0 (same outcomes) on the CPU plugin, one-node models read with these extensions, every dim and shape input
-fed at run time, each case in its own process (``python bench/openvino_runtime.py`` prints the 28 cases):
+Run time: the backprop ops' preconditions are checked in the graph (``graph.checked_zero``: a ``Reshape`` named by
+our message whose element count is wrong unless every condition holds, added to the summed axes): an invalid
+``BroadcastBackprop`` (negative data dims, a delta that is not the forward output, explicit axes unsorted, repeated
+or past delta's rank, a data dim that does not fit its axis) or ``Unbroadcast`` (negative dims, A and B that do not
+fit under the rule, a delta that is not their output) fails the run with a ``RuntimeError`` quoting
+"<op>(<mode>): <rule> [checked at run time]". Elsewhere, where only run-time values decide, OpenVINO applies its own
+rules. Measured with openvino 2026.4.1 on the CPU plugin, one-node models read with these extensions, every dim and
+shape input fed at run time, each case in its own process (``python bench/openvino_runtime.py`` prints the 37
+cases):
 
 * ``RuntimeError`` from ``infer`` with OpenVINO's message (the request stays usable), as SPEC: explicit axes out of
   order or past the target's rank, and repeated (``[1, 1]``: OpenVINO's kernel computes garbage for those, so the
   mapping makes them unsorted and OpenVINO's check fails: "axes_mapping AxisVector{2, 1} not in sorted order");
   negative target dims ("Value -1 not in range [0:18446744073709551615]", also for -2); data dims that do not fit
-  (numpy, pdpd) and elementwise shapes that do not (numpy, pdpd, a pdpd B dim past A's end that is not 1);
-  BroadcastBackprop whose data_shape has another element count than the sum ("[cpu]reshape: ... conflicts").
+  (numpy, pdpd) and elementwise shapes that do not (numpy, pdpd, a pdpd B dim past A's end that is not 1); every
+  invalid backprop op (our check's message).
 * A value where SPEC errs: BroadcastV0/BroadcastLikeV0 stretch a size-1 arg dim (``[1]`` to ``[2, 3]``);
   elementwise ``none`` broadcasts as numpy ((2, 3) with (1, 3)); elementwise pdpd puts a 0-size B dim on a size-1 A
-  dim into the output ((2, 1) with (0,) gives (2, 0)); BroadcastBackprop with a data_shape that is not a forward
-  shape of delta but has its element count ((2, 3) to [3, 2]: delta reshaped) or a -1 (Reshape infers it);
-  Unbroadcast ``none`` with shapes that broadcast (numpy's sums); integer ``Div``/``Mod`` by zero (INT_MIN).
+  dim into the output ((2, 1) with (0,) gives (2, 0)); integer ``Div``/``Mod`` by zero (INT_MIN).
 * An error where SPEC gives a value: elementwise pdpd with a size-1 B dim on a 0-size A dim ((2, 0) with (1,):
   "Argument shapes are inconsistent.").
 * As SPEC: 0-size broadcasts in every mode (numpy ``[3]`` to ``[0, 3]``, ``[1]`` to ``[0]``, bidirectional,
   explicit ``[0]`` to ``[2, 0]``, pdpd ``[0]`` to ``[2, 1]``: this one killed the process with SIGFPE before the
-  mapping aligned pdpd itself), scalar to ``[]``, pdpd B with a trailing 1 past A's end. No case crashes.
+  mapping aligned pdpd itself), scalar to ``[]``, pdpd B with a trailing 1 past A's end; 8-bit arithmetic, which
+  ``elementwise`` computes in int32 and wraps back (OpenVINO's 8-bit ops saturate); float32 ``Div``, marked so that
+  OpenVINO keeps it a division (a saved IR loses the mark). No case crashes.
 
 Limits: the CPU plugin compiles nothing of unknown rank ("doesn't support Broadcast operation with dynamic rank"),
 so every rank rule is checked when reading. Reading needs: the dims BroadcastLikeV0 deduces its axes from (or
 ``initial_broadcast_axes``), the backprop ops' delta rank and shape-input lengths, and the V0 ops' list attributes
 (otherwise ``NotImplementedError``; their ONNX Runtime form, inputs 1 and 2, is read where constant, and where fed
-at run time the attribute is used, as the converter does). The CPU plugin computes
-int64 as int32 (values outside int32 wrap, in broadcasts too), and float32 in bfloat16 on CPUs that have it unless
-compiled with ``{"INFERENCE_PRECISION_HINT": "f32"}`` (``onnx-bcast run --runtime openvino`` does).
+at run time the attribute is used, as the converter does). The CPU plugin computes int64 as int32 (values outside
+int32 wrap, in broadcasts too; uint32, uint64 and float64 arithmetic is not exact either), and float32 in bfloat16
+on CPUs that have it unless compiled with ``{"INFERENCE_PRECISION_HINT": "f32"}`` (``onnx-bcast run --runtime
+openvino`` does).
 """
 
 from __future__ import annotations

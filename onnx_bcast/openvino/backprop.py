@@ -3,7 +3,8 @@
 The summed axes come from the forward rule as ``onnx_bcast.ops.backprop`` reads it: where the data's shape (or A's,
 B's) is known when reading, they are constants and the node is validated then (``backprop_plan``, ``v0_plan``,
 the elementwise rule); where it is fed at run time, they are computed in the graph (``NonZero`` of the aligned
-shape's 1s) and OpenVINO's ``Reshape`` to that shape is the only run-time check (see the package notes).
+shape's 1s) and the forward rule's conditions are checked in the graph (``graph.checked_zero``, tied to the
+summed axes): a run with invalid shapes fails with a ``RuntimeError`` quoting the rule.
 float16/bfloat16 are summed in float32 and rounded once, as the kernels do.
 """
 
@@ -22,6 +23,7 @@ from onnx_bcast.openvino.graph import (
     Output,
     as_i64,
     attr,
+    checked_zero,
     dims,
     fmt,
     fold,
@@ -62,6 +64,20 @@ def summed_where_one(aligned: Output) -> Output:
     return ops.concat([i64([0]), ops.add(where, i64([1]))], 0).output(0)
 
 
+def delta_dims_check(delta: Output, axes: Sequence[int], expected: Sequence[int], message: str) -> Output | None:
+    """``graph.checked_zero`` of ``delta``'s dims on ``axes`` (known only at run time) equal to ``expected``'s
+    there; None where there are none."""
+    if not axes:
+        return None
+    got = ops.gather(ops.shape_of(delta, "i64"), i64(axes), i64([0]))
+    return checked_zero([([ops.equal(got, i64([expected[i] for i in axes]))], message)])
+
+
+def static_axes(summed: Sequence[int], zero: Output) -> Output:
+    """Known summed axes as ``sum_to`` takes run-time ones (each plus one, after a 0), tied to a check's zero."""
+    return ops.add(i64([0, *(i + 1 for i in summed)]), zero).output(0)
+
+
 def sum_to(delta: Output, axes: Sequence[int] | Output, shape: Output | None, keep_dims: bool = True) -> Output:
     """``delta`` summed over ``axes`` (float16/bfloat16 in float32, rounded once), reshaped to ``shape``. Run-time
     ``axes`` (from ``summed_where_one``) count a size-1 axis put in front of ``delta``."""
@@ -86,8 +102,10 @@ def broadcast_backprop(ctx: Any, op: str) -> list[Output]:
     axes, a = explicit_axes(ctx, op, mode)
     values = fold(data_shape)
     if values is not None and (axes is None or a is not None):
-        d, _, summed, _ = backprop_plan(values, dd, a, mode=mode, axis=axis, op=op)
-        return [sum_to(delta, summed, i64(d))]
+        d, aligned_d, summed, checked = backprop_plan(values, dd, a, mode=mode, axis=axis, op=op)
+        error = BroadcastError(op, mode, f"delta is not a {mode} broadcast of data_shape {fmt_shape(d)}")
+        zero = delta_dims_check(delta, checked, aligned_d, f"{error} [checked at run time]")
+        return [sum_to(delta, summed if zero is None else static_axes(summed, zero), i64(d))]
     r = len(values) if values is not None else length(data_shape)
     if r is None:
         raise NotImplementedError(f"{op}: data_shape's length must be known when reading the model into OpenVINO")
@@ -97,13 +115,42 @@ def broadcast_backprop(ctx: Any, op: str) -> list[Output]:
         except BroadcastError as err:
             raise explained(err, f"delta {fmt(dd)}, {r} data_shape values known at run time") from None
     rank, shape = len(dd), as_i64(data_shape)
+    out = ops.shape_of(delta, "i64").output(0)
+    checks = [([ops.greater_equal(shape, i64([0]))], "data_shape has a negative dim")]
     if mode == "explicit":
-        aligned = ops.scatter_update(i64([1] * rank), as_i64(axes), shape, i64([0])).output(0)
-    elif mode == "pdpd":
-        aligned = ones_then(rank - r if axis == -1 else axis, shape)
-    else:
-        aligned = ones_then(rank - r, shape)
-    return [sum_to(delta, summed_where_one(aligned), data_shape)]
+        count = length(axes) if a is None else len(a)
+        if count is None:
+            raise NotImplementedError(f"{op}: axes_mapping's length must be known when reading the model into "
+                                      "OpenVINO")
+        if count != r and not (r == 0 and count == 1):
+            raise BroadcastError(op, mode, f"axes_mapping has {count} axes for {r} data_shape values known at run "
+                                           "time: one axis per data dim")
+        axes64 = as_i64(axes)
+        if count == 0:  # a scalar without axes: nothing to check (an empty Gather here killed the CPU plugin,
+            # SIGFPE); the empty scatter keeps the input read, so that it stays an input of the compiled model
+            aligned = ops.scatter_update(i64([1] * rank), axes64, shape, i64([0])).output(0)
+    if mode == "explicit" and count:
+        inside = [ops.greater_equal(axes64, i64([0])), ops.less(axes64, i64([rank]))]
+        if count > 1:
+            inside.append(ops.greater(ops.slice(axes64, i64([1]), i64([count]), i64([1])),
+                                      ops.slice(axes64, i64([0]), i64([count - 1]), i64([1]))))
+        checks.append((inside, f"axes_mapping must be strictly increasing and inside delta's rank {rank}"))
+        clamped = ops.clamp(axes64, 0, max(rank - 1, 0)).output(0)
+        landed = ops.gather(out, clamped, i64([0])).output(0) if rank else i64([1] * count)
+        if r:
+            checks.append(([ops.logical_or(ops.equal(shape, landed), ops.equal(shape, i64([1])))],
+                           "a data dim is neither 1 nor delta's dim on its axis"))
+            aligned = ops.scatter_update(i64([1] * rank), clamped, shape, i64([0])).output(0)
+        else:  # a scalar with one axis: delta's dim there must be 1
+            checks.append(([ops.equal(landed, i64([1]))], "a scalar's axis must have size 1 in delta"))
+            aligned = i64([1] * rank)
+    elif mode != "explicit":
+        aligned = ones_then(rank - r if mode != "pdpd" or axis == -1 else axis, shape)
+        checks.append(([ops.logical_or(ops.equal(aligned, i64([1])), ops.equal(aligned, out))],
+                       f"delta's shape is not a {mode} broadcast of data_shape: each aligned data dim must be 1 "
+                       "or delta's"))
+    zero = checked_zero([(c, f"{BroadcastError(op, mode, detail)} [checked at run time]") for c, detail in checks])
+    return [sum_to(delta, ops.add(summed_where_one(aligned), zero).output(0), data_shape)]
 
 
 def broadcast_v0_backprop(ctx: Any, op: str) -> list[Output]:
@@ -145,6 +192,13 @@ def unbroadcast(ctx: Any, op: str) -> list[Output]:
     a_values, b_values = fold(a_shape), fold(b_shape)
     if a_values is not None and b_values is not None:
         a, b, summed_a, summed_b = _unbroadcast_static(op, rule, axis, dd, a_values, b_values)
+        out = elementwise_shape(a, b, auto_broadcast=rule, axis=axis, op=op)
+        unknown = tuple(i for i, x in enumerate(dd) if x is None)
+        error = BroadcastError(op, rule, f"delta is not the output shape {fmt_shape(out)} of A {fmt_shape(a)} and B "
+                                         f"{fmt_shape(b)}", mode_attr="auto_broadcast")
+        zero = delta_dims_check(delta, unknown, out, f"{error} [checked at run time]")
+        if zero is not None:
+            summed_a, summed_b = static_axes(summed_a, zero), static_axes(summed_b, zero)
         return [sum_to(delta, summed_a, i64(a)), sum_to(delta, summed_b, i64(b))]
     ra, rb = length(a_shape), length(b_shape)
     if ra is None or rb is None:
@@ -156,15 +210,39 @@ def unbroadcast(ctx: Any, op: str) -> list[Output]:
         raise explained(err, f"delta {fmt(dd)}, a_shape and b_shape of lengths {ra} and {rb} known at run "
                              "time") from None
     rank, a64, b64 = len(dd), as_i64(a_shape), as_i64(b_shape)
+    out = ops.shape_of(delta, "i64").output(0)
+    one = i64([1])
+
+    def fits(x: Output, y: Output) -> Any:
+        return ops.logical_or(ops.equal(x, y), ops.equal(x, one))
+
+    checks = [([ops.greater_equal(a64, i64([0])), ops.greater_equal(b64, i64([0]))], "a_shape or b_shape has a "
+               "negative dim")]
+    aligned_a = ones_then(rank - ra, a64)
     if rule == "pdpd":
         start = ra - rb if axis == -1 else axis
         kept = min(rb, ra - start)  # B's dims past A's end are trailing 1s (SPEC: ignored)
         b_part = ops.slice(b64, i64([0]), i64([kept]), i64([1])).output(0)
+        a_part = ops.slice(a64, i64([start]), i64([start + kept]), i64([1])).output(0)
+        fit = [fits(b_part, a_part)]
+        if kept < rb:
+            fit.append(ops.equal(ops.slice(b64, i64([kept]), i64([rb]), i64([1])), one))
+        checks.append((fit, f"B does not fit A from axis {start}: each B dim must be A's or 1, and B's dims past "
+                            "A's end 1"))
         aligned_b = ones_then(start, b_part, ra - start - kept)
+        expected = a64
+    elif rule == "none":
+        checks.append(([ops.equal(a64, b64)], "A and B must have one shape"))
+        aligned_b, expected = b64, a64
     else:
         aligned_b = ones_then(rank - rb, b64)
-    return [sum_to(delta, summed_where_one(ones_then(rank - ra, a64)), a_shape),
-            sum_to(delta, summed_where_one(aligned_b), b_shape)]
-
+        checks.append(([ops.logical_or(fits(aligned_a, aligned_b), ops.equal(aligned_b, one))],
+                       "A and B do not broadcast: each aligned pair of dims must be equal or have a 1"))
+        expected = ops.select(ops.equal(aligned_a, one), aligned_b, aligned_a).output(0)
+    checks.append(([ops.equal(out, expected)], "delta's shape is not the output shape of A and B"))
+    zero = checked_zero([(c, f"{BroadcastError(op, rule, detail, mode_attr='auto_broadcast')} [checked at run "
+                             "time]") for c, detail in checks])
+    return [sum_to(delta, ops.add(summed_where_one(aligned_a), zero).output(0), a_shape),
+            sum_to(delta, ops.add(summed_where_one(aligned_b), zero).output(0), b_shape)]
 
 CONVERTERS = {BROADCAST_BACKPROP: broadcast_backprop, V0_BACKPROP: broadcast_v0_backprop, UNBROADCAST: unbroadcast}

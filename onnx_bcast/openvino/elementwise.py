@@ -12,6 +12,18 @@ compiles but float ``Mod`` ("Doesn't support broadcast type: pdpd"), which runs 
 B, as does a static size-1 B dim meeting a 0-size A dim (SPEC accepts it, OpenVINO's pdpd does not). With an
 unknown rank the node is OpenVINO's pdpd with the given axis.
 
+8-bit integers (int8, uint8): ``Add Sub Mul Div Max Min Mod`` run in int32 and wrap back to 8 bits with
+``BitwiseAnd`` (``(y & 255)`` for uint8, ``((y + 128) & 255) - 128`` for int8), so they wrap as ONNX Runtime and the
+kernels do: OpenVINO's CPU plugin saturates 8-bit arithmetic (uint8 ``200 + 72`` gave 255, not 16) and does not
+compile 8-bit ``Multiply``/``Divide``/``Maximum``/``Minimum`` under pdpd ("Cannot fallback on ngraph reference
+implementation"). The int32 results are exact (at most 255 * 255); the wrap does not depend on how ``Convert``
+narrows (the CPU plugin's wraps, the reference's need not). 8-bit ``Pow`` with an integer exponent runs in int32
+too (so it compiles under pdpd): exact where the power fits 8 bits; past that ONNX Runtime casts a double out of
+range (undefined in C) and the two differ.
+
+float ``Div`` is marked with OpenVINO's ``disable_divide_conversion`` attribute (``EXACT_DIVIDE``): otherwise the
+``ConvertDivide`` transformation makes it ``a * b**-1``, 1 ulp off for about a quarter of random float32 quotients.
+
 ``Pow`` with an exponent of another type: a float base converts the exponent to its type; an integer base is raised
 in the exponent's float type and converted back (OpenVINO's Convert truncates toward zero, as ONNX Runtime does).
 """
@@ -20,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import openvino as ov
 
 from onnx_bcast.errors import BroadcastError
@@ -55,6 +68,25 @@ def align_pdpd(b: Output, da: tuple, db: tuple, axis: int) -> tuple[Output, tupl
     return b, aligned
 
 
+#: The rt_info key of OpenVINO's ``disable_divide_conversion`` (``NonconvertibleDivide``): without it the common
+#: transformations rewrite a float ``Divide`` as ``Multiply(a, Power(b, -1))``, two roundings.
+EXACT_DIVIDE = "nonconvertable_divide_0"
+
+#: The ops computed in int32 for 8-bit integer inputs (see the module notes).
+WIDENED_8BIT = frozenset({"Add", "Sub", "Mul", "Div", "Max", "Min", "Mod"})
+_EIGHT_BIT = {ov.Type.i8: -128, ov.Type.u8: 0}  # the type's lowest value: the wrap's offset
+
+
+def wrap_to(value: Output, elem: Any) -> Output:
+    """An int32 ``value`` wrapped into the 8-bit integer type ``elem`` (two's complement, as numpy's cast)."""
+    low = _EIGHT_BIT[elem]
+    shifted = ops.subtract(value, ops.constant(np.int32(low))) if low else value
+    wrapped = ops.bitwise_and(shifted, ops.constant(np.int32(255)))
+    if low:
+        wrapped = ops.add(wrapped, ops.constant(np.int32(low)))
+    return ops.convert(wrapped, elem).output(0)
+
+
 def _check_types(op: str, rule: str, a: Output, b: Output, fmod: int) -> None:
     ta, tb = a.get_element_type(), b.get_element_type()
     shapes = f"A {fmt(dims(a))}, B {fmt(dims(b))}"
@@ -87,8 +119,10 @@ def elementwise(ctx: Any, op: str) -> list[Output]:
         zero_meets_one = out_shape is not None and any(a_part[k] == 0 and y == 1 for k, y in enumerate(aligned))
         if (ov_op == "Mod" and ta.is_real()) or zero_meets_one:
             ov_rule = "numpy"
-    convert_back = None
-    if op == "Pow" and ta != tb:
+    convert_back, wrap = None, False
+    if ta in _EIGHT_BIT and (op in WIDENED_8BIT or (op == "Pow" and not tb.is_real())):
+        a, b, wrap = ops.convert(a, ov.Type.i32).output(0), ops.convert(b, ov.Type.i32).output(0), True
+    elif op == "Pow" and ta != tb:
         if ta.is_real() or not tb.is_real():
             b = ops.convert(b, ta).output(0)
         else:  # an integer base, a float exponent: as ONNX Runtime, in floating point, truncated back
@@ -99,6 +133,10 @@ def elementwise(ctx: Any, op: str) -> list[Output]:
     if ov_op == "Divide":
         attributes["m_pythondiv"] = False
     outputs = create(ov_op, [a, b], attributes)
-    if convert_back is not None:
+    if ov_op == "Divide":  # keep it a division: the CPU plugin's a * b**-1 is 1 ulp off for a quarter of quotients
+        outputs[0].get_node().get_rt_info()[EXACT_DIVIDE] = True
+    if wrap:
+        outputs = [wrap_to(outputs[0], ta)]
+    elif convert_back is not None:
         outputs = [ops.convert(outputs[0], convert_back).output(0)]
     return outputs

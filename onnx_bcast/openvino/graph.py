@@ -189,3 +189,37 @@ def ones_then(count: int, tail: Output | None = None, after: int = 0) -> Output:
 def as_i64(value: Output) -> Output:
     """``value`` as int64."""
     return value if value.get_element_type() == ov.Type.i64 else ops.convert(value, ov.Type.i64).output(0)
+
+
+# --- run-time checks ----------------------------------------------------------------------------------------------
+
+
+def checked_zero(checks: Sequence[tuple[Sequence[Output], str]]) -> Output:
+    """``[0]`` (int64), computed only when every condition (a bool tensor) of every ``(conditions, message)`` check
+    holds everywhere; otherwise running the model fails with OpenVINO's ``RuntimeError`` quoting that ``message``.
+    Add it to a value the data path reads (a ``ReduceSum``'s axes) so that no pass removes the check.
+
+    The CPU plugin runs an incompatible ``Broadcast`` in shape arithmetic unchecked but checks a ``Reshape``'s
+    element count (of a 2-D target: it drops 1-D to 1-D ones) and names the node in its error: with ``bad`` the
+    number of false elements, three zeros are reshaped to ``[1, 3 + bad]`` by a ``Reshape`` named ``message``, and
+    their sum is the zero. Counts are int32 (the CPU plugin computes int64 as int32 anyway). Not a tie in a
+    ``Reshape``'s target: the CPU plugin rewrites a 1-D target to ``[-1]`` and the check with it.
+    """
+    zero = i64([0])
+    for conditions, message in checks:
+        flags = [c.output(0) if hasattr(c, "output") else c for c in conditions]  # nodes or outputs
+        flags = [c for c in flags if 0 not in [d.get_length() for d in c.get_partial_shape() if d.is_static]]
+        bad = None
+        for c in flags:
+            count = ops.reduce_sum(ops.convert(ops.logical_not(c), ov.Type.i32), i64(range(len(c.get_partial_shape()))),
+                                   False)
+            bad = count if bad is None else ops.add(bad, count)
+        if bad is None:
+            continue
+        size = ops.add(ops.reshape(bad, i64([1]), False), ops.constant(np.array([3], np.int32)))
+        probe = ops.reshape(ops.constant(np.zeros(3, np.int32)),
+                            ops.concat([ops.constant(np.array([1], np.int32)), size], 0), False)
+        probe.set_friendly_name(message)
+        total = ops.reduce_sum(probe, i64([1]), False)  # [0], of shape [1]
+        zero = ops.add(zero, ops.convert(total, ov.Type.i64)).output(0)
+    return zero
