@@ -120,8 +120,20 @@ class Guard:
         (onnxsim with the inputs fixed, OpenVINO) folds the check away; and OpenVINO 2026.4's CPU plugin, given
         ``Expand(x, constant + token)``, computes a later ``Shape`` of the output wrong (a valid chain then fails
         its next check: tests/test_fuzz_scenarios.py). ``shape``: the data's ``Shape``, where the rule has it.
+
+        A constant target with a 0 carries the token too: ONNX Runtime's ExpandElimination removes an ``Expand`` of
+        data whose dims it cannot see to such a constant as a no-op (x (1, 1, 1) to [1, 1, 0] came back (1, 1, 1):
+        fuzz case 35428 of seed 0); a target computed at run time is out of its reach.
         """
-        return self.tied(data, shape), target
+        self.settle()
+        if not self.conditions:
+            return data, target
+        token, shape = self.token(), shape or self.emit.shape(data)
+        tied = self.emit.tied(data, shape, token, rank_positive=self.non_empty(shape))
+        value = GuardFacts(self.emit.nodes, self.emit.known_constants, self.bound).value(target)
+        if value is not None and any(e == 0 and not isinstance(e, bool) for e in value):
+            target = self.op("Add", target, token)
+        return tied, target
 
     def tied(self, x: str, shape: str | None = None) -> str:
         """``x`` itself, available only after every open check passed (``Emitter.tied``); ``shape``: its

@@ -590,3 +590,22 @@ def test_a_check_on_an_empty_target_survives_fixed_shapes(name: str) -> None:
             pytest.fail(f"{tool} returned {[o.shape for o in outputs]}")
         (out,) = run({**good, **t})
         assert out.shape == () and out == np.float32(2.5), (tool, out)
+
+
+@pytest.mark.parametrize("mode", ["numpy", "pdpd", "bidirectional"])
+def test_a_checked_broadcast_to_a_constant_zero_size_target(mode: str) -> None:
+    """Broadcast<mode>(x [N0, N1, N2], constant [1, 1, 0]), x (1, 1, 1): numpy's broadcast_to gives (1, 1, 0). With
+    the check's token on x only, ONNX Runtime's ExpandElimination took the Expand to the constant for a no-op and
+    returned (1, 1, 1) where the Expand's output is not a graph output (bench/fuzz.py, case 35428 of seed 0)."""
+    model = _broadcast(mode, ["N0", "N1", "N2"], [1, 1, 0])
+    model.graph.node.append(helper.make_node("Abs", ["y"], ["z"], name="after"))  # y no longer a graph output
+    model.graph.output[0].name = "z"
+    x = np.full((1, 1, 1), 7, F32)
+    expected = np.broadcast_to(x, (1, 1, 0))
+    converted = onnx_bcast.convert(model)
+    for level in tools.ORT_LEVELS:
+        (out,) = tools.ort_run(converted, {"x": x}, level)
+        assert out.shape == expected.shape, (level, out.shape)
+    for backend in ("numpy", "native"):
+        (out,) = onnx_bcast.InferenceSession(model, backend=backend).run(None, {"x": x})
+        assert out.shape == expected.shape, (backend, out.shape)
