@@ -1328,11 +1328,15 @@ def generate_cases(cases: int, seed: int, families: tuple[str, ...] | None = Non
 
 def run_fuzz(cases: int, seed: int, families: tuple[str, ...] | None = None, *, ort_form_native: bool = False,
              only: int | None = None, progress: int = 0, scenario_fraction: float = SCENARIO_FRACTION,
-             tools_fraction: float = TOOLS_FRACTION) -> Summary:
-    """Generate and check ``cases`` cases from ``seed`` (or only case ``only`` of them, traced)."""
+             tools_fraction: float = TOOLS_FRACTION, scenario_only: bool = False) -> Summary:
+    """Generate and check ``cases`` cases from ``seed`` (or only case ``only`` of them, traced; or with
+    ``scenario_only`` only those that get a scenario model)."""
     generated = generate_cases(cases, seed, families)
     if only is not None:
         generated = ((family, case) for family, case in generated if case.index == only)
+    if scenario_only:  # the cases that get a scenario model (SCENARIOS.build's first draw), on every path
+        generated = ((family, case) for family, case in generated
+                     if np.random.default_rng([seed, case.index, 18]).random() < scenario_fraction)
     return check_cases(generated, ort_form_native=ort_form_native, trace=only is not None, progress=progress,
                        scenario_seed=seed, scenario_fraction=scenario_fraction, tools_fraction=tools_fraction)
 
@@ -1403,6 +1407,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools-fraction", type=float, default=TOOLS_FRACTION,
                         help="the fraction of scenario models also run through the optimizers and runtimes")
     parser.add_argument("--tools", action="store_true", help="every scenario model through the tools too")
+    parser.add_argument("--scenario-only", action="store_true",
+                        help="check only the cases that get a scenario model (on every path): a fast rerun")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -1412,7 +1418,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = run_fuzz(args.cases, args.seed, tuple(args.family) if args.family else None,
                        ort_form_native=args.ort_form_native, only=args.only, progress=args.progress,
                        scenario_fraction=args.scenario_fraction,
-                       tools_fraction=1.0 if args.tools else args.tools_fraction)
+                       tools_fraction=1.0 if args.tools else args.tools_fraction, scenario_only=args.scenario_only)
     elapsed = time.perf_counter() - start
     for line in summary.trace or []:
         print(line)
