@@ -24,10 +24,10 @@ from onnx import helper
 from onnxruntime_extensions import PyCustomOpDef, get_library_path
 
 from onnx_bcast import ort_marshal
-from onnx_bcast.errors import BroadcastError
+from onnx_bcast.errors import BroadcastError, fmt_shape
 from onnx_bcast.memory_guard import check_output_size
 from onnx_bcast.ops import OP_SPECS
-from onnx_bcast.ops.common import OpSpec, zeros_inferred_dims
+from onnx_bcast.ops.common import OpSpec, check_rank, zeros_inferred_dims
 from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment
 from onnx_bcast.process_state import record_error, state
 from onnx_bcast.schemas import DOMAIN, ELEMENTWISE_CHECK, GUARDED_DOMAIN
@@ -106,7 +106,11 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
             if shape_only:  # the guarded form passes Shape(input): a zero-copy stand-in of that shape
                 values = list(inputs)
                 for i in shape_only:
-                    values[i] = np.broadcast_to(np.zeros((), np.bool_), tuple(int(d) for d in inputs[i].tolist()))
+                    dims = tuple(int(d) for d in inputs[i].tolist())
+                    name = spec.inputs[i].name  # numpy makes no stand-in past 64 dims: say so as every rule does
+                    check_rank(spec.name, str(spec.mode_of(attrs)), name, dims, f"{name} {fmt_shape(dims)}",
+                               spec.mode_attr)
+                    values[i] = np.broadcast_to(np.zeros((), np.bool_), dims)
             out = spec.kernel(values, attrs, _limit(attrs))
         except BaseException as exc:  # an exception here would abort the process: never let one through
             error_id = _record(spec.name, str(spec.mode_of(attrs)), attrs, exc, spec.mode_attr)

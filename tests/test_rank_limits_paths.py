@@ -76,3 +76,22 @@ def test_rank_65_made_in_the_graph_never_gives_a_value(runner: str, run_time: bo
     else:  # plain ORT cannot raise our type: any error, and no value
         with pytest.raises(Exception):  # noqa: B017
             RUNNERS[runner](model, feeds)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_like_arg_of_rank_65_names_its_rank(backend: str) -> None:
+    """BroadcastLikeV0 reads only like_arg's shape; made rank 65 at run time (a Reshape to a fed shape), it is the
+    rule's rank error (SPEC: ranks are at most 64), not numpy's "maximum supported dimension" text."""
+    shape65 = [2] + [1] * 63 + [3]
+    nodes = [helper.make_node("Reshape", ["A", "s"], ["A65"]),
+             helper.make_node("BroadcastLikeV0", ["B", "A65"], ["Y"], domain="onnx_bcast", name="n",
+                              initial_broadcast_axes=list(range(64)))]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("A", TensorProto.FLOAT, [2, 3]),
+                                           helper.make_tensor_value_info("s", TensorProto.INT64, [None]),
+                                           helper.make_tensor_value_info("B", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)],
+                              ir_version=10)
+    feeds = {"A": np.ones((2, 3), np.float32), "s": np.array(shape65, np.int64), "B": np.ones(3, np.float32)}
+    with pytest.raises(onnx_bcast.BroadcastError, match="like_arg rank 65 exceeds the maximum rank 64"):
+        onnx_bcast.InferenceSession(model, backend=backend).run(None, feeds)
