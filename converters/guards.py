@@ -64,7 +64,7 @@ class Guard:
         """The output (``target``'s dims, 0s skipped) holds at most ``MAX_ELEMENTS``, as in the shape rule. Only a
         target with elements the graph feeds needs the check: ints are judged now, and a tensor's own dims (a
         symbol) are a shape that exists."""
-        value = GuardFacts(self.emit.nodes, self.emit.known_constants, self.bound).value(target)
+        value = self.facts().value(target)
         if value is not None and None not in value:
             count = nonzero_product([e for e in value if isinstance(e, int)])  # symbols: dims that exist
             if count > MAX_ELEMENTS:
@@ -81,7 +81,7 @@ class Guard:
     def settle(self) -> None:
         """Each condition judged on what is known before the run (``GuardFacts``): proven ones are dropped (their
         nodes are pruned when the rule is done), a disproven one fails the conversion, the open ones stay."""
-        facts = GuardFacts(self.emit.nodes, self.emit.known_constants, self.bound)
+        facts = self.facts()
         kept = []
         for condition, rule in self.conditions:
             verdict = facts.verdict(condition)
@@ -100,10 +100,14 @@ class Guard:
         return self.emit.check_token([condition for condition, _ in self.conditions],
                                      f"{self.bound.label}/guard: {rules}")
 
-    def non_empty(self, vector: str) -> bool:
-        """Whether the 1-D ``vector`` is known before the run to hold at least one element."""
-        value = GuardFacts(self.emit.nodes, self.emit.known_constants, self.bound).value(vector)
-        return value is not None and len(value) > 0
+    def facts(self) -> GuardFacts:
+        """What the emitted nodes are known to hold before the run."""
+        return GuardFacts(self.emit.nodes, self.emit.known_constants, self.bound)
+
+    def _carried(self, x: str, shape: str, token: str) -> str:
+        """``x`` carrying ``token`` (``Emitter.tied``), on a leading axis where its rank may be 0."""
+        value = self.facts().value(shape)
+        return self.emit.tied(x, shape, token, rank_positive=value is not None and len(value) > 0)
 
     def tie(self, shape: str) -> str:
         """``shape`` itself (plus the token's 0), available only after every open check passed. Only for a
@@ -128,9 +132,9 @@ class Guard:
         self.settle()
         if not self.conditions:
             return data, target
-        token, shape = self.token(), shape or self.emit.shape(data)
-        tied = self.emit.tied(data, shape, token, rank_positive=self.non_empty(shape))
-        value = GuardFacts(self.emit.nodes, self.emit.known_constants, self.bound).value(target)
+        token = self.token()
+        tied = self._carried(data, shape or self.emit.shape(data), token)
+        value = self.facts().value(target)
         if value is not None and any(e == 0 and not isinstance(e, bool) for e in value):
             target = self.op("Add", target, token)
         return tied, target
@@ -141,8 +145,7 @@ class Guard:
         self.settle()
         if not self.conditions:
             return x
-        shape = shape or self.emit.shape(x)
-        return self.emit.tied(x, shape, self.token(), rank_positive=self.non_empty(shape))
+        return self._carried(x, shape or self.emit.shape(x), self.token())
 
 
 def known_shapes(bound: Bound) -> str:

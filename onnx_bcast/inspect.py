@@ -34,26 +34,24 @@ def check_model(model: onnx.ModelProto) -> CheckReport:
     except BroadcastError as err:
         report.errors.append(str(err))
         return report
-    if imported is not None:
-        report.lines.extend(imported.lines())
-    count = 0
+    head = imported.lines() if imported is not None else []
+    nodes: list[tuple[str | None, str]] = []  # (the node's label where it was declared, its line)
     for entry in node_lists(model):
         for index, node in enumerate(entry.container.node):
             if node.domain != schemas.DOMAIN:
                 continue
-            count += 1
             try:
                 declared = declare(node, index)
             except BroadcastError as err:
                 report.errors.append(str(err))
-                report.lines.append(f"{node.name or f'{node.op_type}#{index}'}: {node.op_type}")
+                nodes.append((None, f"{node.name or f'{node.op_type}#{index}'}: {node.op_type}"))
                 continue
             attrs = {k: v for k, v in declared.attrs.items() if k != "axis" or declared.mode == "pdpd"}
             detail = " ".join(f"{k}={list(v) if isinstance(v, tuple) else v}" for k, v in attrs.items())
             legacy = imported.nodes.get(declared.label) if imported is not None else None
             origin = f" (from legacy {legacy.form} '{legacy.label}')" if legacy is not None else ""
-            report.lines.append(f"{declared.label}: {node.op_type} {detail}".rstrip() + origin)
-    report.lines.insert(len(imported.lines()) if imported is not None else 0, f"{count} onnx_bcast node(s)")
+            nodes.append((declared.label, f"{declared.label}: {node.op_type} {detail}".rstrip() + origin))
+    report.lines = [*head, f"{len(nodes)} onnx_bcast node(s)", *(line for _, line in nodes)]
     if report.errors:
         return report
     try:
@@ -63,7 +61,7 @@ def check_model(model: onnx.ModelProto) -> CheckReport:
         report.errors.append(str(err).strip().splitlines()[0])
         return report
     inputs = {b.label: known_shapes(b).removeprefix("statically: ") for b in bound}
-    report.lines = [f"{line}; {inputs[line.split(':')[0]]}" if line.split(":")[0] in inputs else line
-                    for line in report.lines]
+    report.lines = [*head, f"{len(nodes)} onnx_bcast node(s)",
+                    *(f"{line}; {inputs[label]}" if label in inputs else line for label, line in nodes)]
     report.lines.append("ok: attributes valid, static shapes consistent")
     return report
