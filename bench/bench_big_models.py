@@ -125,7 +125,7 @@ def child(kind: str, folder: Path, out: Path) -> None:
         start = time.perf_counter()
         onnx_bcast.save_model(onnx_bcast.convert(str(folder / "ours.onnx")), folder / "out" / "converted.onnx")
     elif kind == "cli":
-        from onnx_bcast import cli
+        from onnx_bcast.cli import main as cli
         start = time.perf_counter()
         code = cli.main(["convert", str(folder / "ours.onnx"), "-o", str(folder / "out" / "cli.onnx"), "-q"])
         assert code == 0, code

@@ -28,7 +28,7 @@ try:
 except ImportError:  # a checkout that is not installed
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import onnx_bcast
-from onnx_bcast.model_walk import node_lists
+from onnx_bcast.model.walk import node_lists
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
 GOAL_ORT, GOAL_NATIVE = 1.05, 1.1

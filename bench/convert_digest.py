@@ -26,7 +26,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from bench_convert import chain_model, conv_bias_model, wide_model  # noqa: E402
 
 import onnx_bcast  # noqa: E402
-from onnx_bcast.prepare import prepare  # noqa: E402
+from onnx_bcast.ort.prepare import prepare  # noqa: E402
 from tests.case_table import CASES  # noqa: E402
 from tests.test_case_table import case_model  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Seeded random alike nodes: replayed rewrites (onnx_bcast/replay.py) must write what running each rule writes.
+"""Seeded random alike nodes: replayed rewrites (onnx_bcast/lowering/fast/replay.py) equal running each rule.
 
 Each batch holds fuzz cases (bench/fuzz.py's generators) three times each, under other names, some unnamed; the
 valid ones share a model, each invalid one has its own. About half of the broadcasts are read by an ``Add`` with a
@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fuzz  # noqa: E402
 
 import onnx_bcast  # noqa: E402
-from onnx_bcast import replay  # noqa: E402
-from onnx_bcast.prepare import prepare  # noqa: E402
+from onnx_bcast.lowering.fast import replay  # noqa: E402
+from onnx_bcast.ort.prepare import prepare  # noqa: E402
 
 FORMS: dict[str, Callable[[onnx.ModelProto], onnx.ModelProto]] = {
     "convert": onnx_bcast.convert, "bare": lambda m: onnx_bcast.convert(m, guards=False), "prepare": prepare}

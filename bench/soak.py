@@ -24,7 +24,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnx_bcast
 from onnx_bcast.models import MODELS_DIR
-from onnx_bcast.process_state import state
+from onnx_bcast.ort.process_state import state
 
 CHANNELS = 16
 SIZES = ((50, 50), (32, 40), (7, 9), (1, 1), (0, 5))

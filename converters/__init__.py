@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from onnx_bcast.converters import backprop, broadcast_explicit, broadcast_to_target, broadcast_v0, elementwise
-from onnx_bcast.converters.expand_elision import ExpandElision
-from onnx_bcast.lowering import RuleSet
+from onnx_bcast.lowering.engine import RuleSet
+from onnx_bcast.lowering.expand_elision import ExpandElision
 
 
 def _rules(guards: bool) -> dict:
@@ -13,7 +13,9 @@ def _rules(guards: bool) -> dict:
 
 
 def _newest_opset(requested: int | None) -> int:
-    from onnx_bcast.runtime_limits import max_opset  # probes onnxruntime: only for a model without a default opset
+    from onnx_bcast.model.runtime_limits import (
+        max_opset,  # probes onnxruntime: only for a model without a default opset
+    )
 
     return requested if requested is not None else max_opset()
 

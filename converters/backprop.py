@@ -8,7 +8,6 @@ them (``gradient_sums``): narrow floats in float32, integers exactly and wrappin
 
 from __future__ import annotations
 
-from onnx_bcast.binding import Bound
 from onnx_bcast.converters.backprop_guards import (
     broadcast_backprop_conditions,
     checked_delta,
@@ -21,8 +20,9 @@ from onnx_bcast.converters.backprop_guards import (
 from onnx_bcast.converters.gradient_sums import sum_to
 from onnx_bcast.converters.guards import Guard, pdpd_start
 from onnx_bcast.converters.shape_inputs import int64_input
-from onnx_bcast.emitter import Emitter
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.lowering.binding import Bound
+from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.ops.backprop import backprop_plan, unbroadcast_plan, v0_plan
 from onnx_bcast.ops.broadcast import MODES
 from onnx_bcast.ops.elementwise import RULES

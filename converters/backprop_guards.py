@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guards import Guard, mode_conditions, pdpd_start
-from onnx_bcast.emitter import Emitter
+from onnx_bcast.lowering.binding import Bound
+from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.ops.common import MAX_RANK
 
 _END = 2**63 - 1  # Slice to the end

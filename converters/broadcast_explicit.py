@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guards import checked_target
 from onnx_bcast.converters.shape_inputs import int64_input
-from onnx_bcast.emitter import Emitter
+from onnx_bcast.lowering.binding import Bound
+from onnx_bcast.lowering.emitter import Emitter
 
 
 class ExplicitAxes:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 
-from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guards import Guard, checked_against_shape
 from onnx_bcast.converters.shape_inputs import int64_input
 from onnx_bcast.converters.v0_runtime import deduced_or_given, runtime_v0
-from onnx_bcast.emitter import Emitter
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.lowering.binding import Bound
+from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.ops.broadcast_v0 import broadcast_v0_shape, like_axes
 
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from onnx import TensorProto
 
-from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guards import Guard, checked_b
-from onnx_bcast.emitter import Emitter
+from onnx_bcast.lowering.binding import Bound
+from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.ops.elementwise import ARITHMETIC, POW_EXPONENTS_AS_DOUBLE, form_depends_on_type, pdpd_axes_plan
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
 

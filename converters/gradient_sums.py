@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from onnx import TensorProto, helper
 
-from onnx_bcast.binding import Bound
-from onnx_bcast.emitter import Emitter
+from onnx_bcast.lowering.binding import Bound
+from onnx_bcast.lowering.emitter import Emitter
 
 _FLOAT_SUM = {TensorProto.FLOAT16: TensorProto.FLOAT, TensorProto.BFLOAT16: TensorProto.FLOAT,
               TensorProto.FLOAT8E4M3FN: TensorProto.FLOAT, TensorProto.FLOAT8E4M3FNUZ: TensorProto.FLOAT,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from onnx import NodeProto, helper, numpy_helper
 
-from onnx_bcast.binding import Bound
+from onnx_bcast.lowering.binding import Bound
 
 Element = int | bool | tuple | None  # a tuple is a symbol (a value's name, axis): that dim's run-time size
 Value = tuple[Element, ...] | None

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from onnx import TensorProto
 
-from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guard_facts import GuardFacts
-from onnx_bcast.emitter import Emitter
+from onnx_bcast.lowering.binding import Bound
+from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.ops.common import MAX_ELEMENTS, MAX_RANK, nonzero_product
 
 GUARD_OPSET = 11  # Equal/Less/Greater on int64, ScatterElements-era Slice and ConstantOfShape

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from onnx_bcast.binding import Bound
-from onnx_bcast.emitter import Emitter
+from onnx_bcast.lowering.binding import Bound
+from onnx_bcast.lowering.emitter import Emitter
 
 
 def int64_input(emit: Emitter, bound: Bound, index: int, hint: str) -> str:

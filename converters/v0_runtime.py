@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from onnx import TensorProto, helper
 
-from onnx_bcast.binding import Bound
 from onnx_bcast.converters.guards import Guard
-from onnx_bcast.emitter import Emitter
+from onnx_bcast.lowering.binding import Bound
+from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.ops.common import MAX_RANK
 
 _ZERO = helper.make_tensor("zero", TensorProto.INT64, [1], [0])

@@ -7,13 +7,13 @@ from importlib import metadata as _metadata
 from onnx_bcast.convert import convert
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.importers.legacy_onnx import import_legacy
-from onnx_bcast.model_io import save_model
+from onnx_bcast.model.files import save_model
+from onnx_bcast.onnx_defs.schemas import register as register_schemas
 from onnx_bcast.ops.backprop import broadcast_backprop, broadcast_v0_backprop, unbroadcast
 from onnx_bcast.ops.broadcast import broadcast, broadcast_shape, expand
 from onnx_bcast.ops.broadcast_v0 import broadcast_like_v0, broadcast_v0
 from onnx_bcast.ops.elementwise import elementwise, elementwise_shape
-from onnx_bcast.prepare import prepare
-from onnx_bcast.schemas import register as register_schemas
+from onnx_bcast.ort.prepare import prepare
 
 DOMAIN = "onnx_bcast"
 
@@ -29,7 +29,7 @@ except _metadata.PackageNotFoundError:
 register_schemas()
 
 # they import onnxruntime, or an optional package: only when first used
-_LAZY = {"InferenceSession": "session", "session_options": "session", "LowerToStandard": "ir_pass"}
+_LAZY = {"InferenceSession": "ort.session", "session_options": "ort.session", "LowerToStandard": "ir_pass"}
 
 
 def __getattr__(name: str) -> object:

@@ -2,6 +2,6 @@
 
 import sys
 
-from onnx_bcast.cli import main
+from onnx_bcast.cli.main import main
 
 sys.exit(main())

@@ -8,8 +8,8 @@ import numpy as np
 from onnx import ModelProto
 
 from onnx_bcast.converters import BARE, STANDARD
-from onnx_bcast.lowering import Lowered, Progress, lower
-from onnx_bcast.model_io import load_model
+from onnx_bcast.lowering.engine import Lowered, Progress, lower
+from onnx_bcast.model.files import load_model
 
 ConversionReport = Lowered  # what a conversion rewrote: ``lines()`` and counts per (op, mode)
 

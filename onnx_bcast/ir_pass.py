@@ -7,9 +7,9 @@ from pathlib import Path
 import onnx_ir as ir
 from onnx_ir.passes import FunctionalPass, PassResult, PostconditionError
 
-from onnx_bcast import external_data
 from onnx_bcast.convert import convert
-from onnx_bcast.schemas import DOMAIN
+from onnx_bcast.model import external_data
+from onnx_bcast.onnx_defs.schemas import DOMAIN
 
 
 def _ours(model: ir.Model) -> list[str]:

@@ -12,13 +12,13 @@ import onnxruntime as ort
 from onnx import ModelProto
 from onnx.reference import ReferenceEvaluator
 
-from onnx_bcast import external_data
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.inputs import random_feeds
-from onnx_bcast.model_walk import all_node_lists
+from onnx_bcast.model import external_data
+from onnx_bcast.model.walk import all_node_lists
+from onnx_bcast.onnx_defs.schemas import DOMAIN
 from onnx_bcast.ops import SPEC_BY_NAME
-from onnx_bcast.schemas import DOMAIN
-from onnx_bcast.session import InferenceSession
+from onnx_bcast.ort.session import InferenceSession
+from onnx_bcast.random_inputs import random_feeds
 
 logger = logging.getLogger("onnx_bcast.verify")
 MAX_INVALID_FEEDS = 24

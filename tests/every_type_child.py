@@ -106,14 +106,14 @@ def family_inputs(family: str, elem: int) -> dict[str, np.ndarray]:
 
 
 def _opset() -> int:
-    from onnx_bcast.runtime_limits import max_opset
+    from onnx_bcast.model.runtime_limits import max_opset
 
     return min(21, max_opset())
 
 
 def build(family: str, elem: int) -> tuple[onnx.ModelProto, dict[str, Any]]:
     """A one-node model of ``family`` on type ``elem`` (spec form, every attribute on the node) and its feeds."""
-    from onnx_bcast.runtime_limits import max_ir_version
+    from onnx_bcast.model.runtime_limits import max_ir_version
 
     data = family_inputs(family, elem)
     consts: dict[str, np.ndarray] = {}

@@ -19,7 +19,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_bcast
-from onnx_bcast import external_data, model_io
+from onnx_bcast.model import external_data
+from onnx_bcast.model import files as model_io
 
 DOMAIN = "onnx_bcast"
 OURS = [helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)]
@@ -184,7 +185,7 @@ def test_cli_convert_refers_to_the_weights(layers: Layers, tmp_path: Path, where
     out_dir.mkdir(exist_ok=True)
     target = out_dir / "converted.onnx"
     before = _digests(layers.folder)
-    proc = subprocess.run([sys.executable, "-m", "onnx_bcast.cli", "convert", str(layers.path), "-o", str(target),
+    proc = subprocess.run([sys.executable, "-m", "onnx_bcast", "convert", str(layers.path), "-o", str(target),
                            "--verify"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     after = _digests(layers.folder)
@@ -231,12 +232,12 @@ def test_save_model_refuses_a_different_file_of_the_same_name(layers: Layers, tm
 def test_cli_run_and_check(layers: Layers, tmp_path: Path) -> None:
     np.save(tmp_path / "x.npy", layers.x)
     for backend in ("numpy", "native"):
-        proc = subprocess.run([sys.executable, "-m", "onnx_bcast.cli", "run", str(layers.path), "--backend", backend,
+        proc = subprocess.run([sys.executable, "-m", "onnx_bcast", "run", str(layers.path), "--backend", backend,
                                "--input", f"x={tmp_path / 'x.npy'}", "--save-outputs", str(tmp_path / "y.npz")],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         np.testing.assert_array_equal(np.load(tmp_path / "y.npz")["h3"], layers.plain())
-    proc = subprocess.run([sys.executable, "-m", "onnx_bcast.cli", "check", str(layers.path)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "onnx_bcast", "check", str(layers.path)], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0 and "ok:" in proc.stdout, proc.stderr
 
@@ -297,7 +298,7 @@ def test_over_2_gib_converts_and_runs(tmp_path: Path) -> None:
     before = _stats(folder)
     want = values + bias[None, :]
     feeds = {"idx": picked}  # the rows written; the others are holes (zeros)
-    proc = subprocess.run([sys.executable, "-m", "onnx_bcast.cli", "convert", str(path), "-o",
+    proc = subprocess.run([sys.executable, "-m", "onnx_bcast", "convert", str(path), "-o",
                            str(out / "converted.onnx")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert (out / "converted.onnx").stat().st_size < 8192

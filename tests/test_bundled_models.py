@@ -14,9 +14,9 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_bcast
 from onnx_bcast.convert import convert
-from onnx_bcast.inputs import random_feeds
 from onnx_bcast.models import MODELS_DIR, bundled_models
 from onnx_bcast.models.build import build
+from onnx_bcast.random_inputs import random_feeds
 
 BUNDLED = bundled_models()
 

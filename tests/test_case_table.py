@@ -18,7 +18,7 @@ from onnx.helper import np_dtype_to_tensor_dtype
 from onnx.reference import ReferenceEvaluator
 
 import onnx_bcast
-from onnx_bcast.reference_ops import reference_ops
+from onnx_bcast.onnx_defs.reference_ops import reference_ops
 from tests.case_table import (
     BROADCAST_OPS,
     CASES,

@@ -1,4 +1,4 @@
-"""The ``onnx-bcast`` command run as ``python -m onnx_bcast.cli`` in subprocesses: output, exit status, files."""
+"""The ``onnx-bcast`` command run as ``python -m onnx_bcast.cli.main`` in subprocesses: output, exit status, files."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ SUBCOMMANDS = ("convert", "run", "check", "demo")
 
 
 def _cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "onnx_bcast.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "onnx_bcast", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, timeout=300)
 
 
@@ -368,7 +368,8 @@ def test_convert_of_a_large_model_shows_progress_and_names_the_source_of_each_no
 
 def _cli_hiding_openvino(*args: str | Path) -> subprocess.CompletedProcess[str]:
     """The command in an interpreter where ``import openvino`` fails, as if it were not installed."""
-    code = "import sys; sys.modules['openvino'] = None\nfrom onnx_bcast.cli import main\nsys.exit(main(sys.argv[1:]))"
+    code = ("import sys; sys.modules['openvino'] = None\nfrom onnx_bcast.cli.main import main\n"
+            "sys.exit(main(sys.argv[1:]))")
     return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=300)
 
 

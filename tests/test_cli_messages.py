@@ -16,7 +16,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_bcast
-from onnx_bcast import cli, model_io
+from onnx_bcast.cli import main as cli
+from onnx_bcast.model import files as model_io
 from onnx_bcast.models import MODELS_DIR
 
 DOMAIN = "onnx_bcast"
@@ -26,7 +27,7 @@ SHAPE_IF = MODELS_DIR / "runtime_shape_if.onnx"
 
 
 def _cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "onnx_bcast.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "onnx_bcast", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, timeout=300)
 
 
@@ -223,13 +224,13 @@ def test_quiet_prints_errors_only(tmp_path: Path) -> None:
 def test_verbose_logs_from_the_library_loggers(tmp_path: Path) -> None:
     info = _cli("convert", SHAPE_IF, "-o", "out.onnx", "--verify", "-v", cwd=tmp_path)
     assert info.returncode == 0, info.stderr
-    assert f"INFO onnx_bcast.model_io: read {SHAPE_IF}: IR version" in info.stderr
+    assert f"INFO onnx_bcast.model.files: read {SHAPE_IF}: IR version" in info.stderr
     assert "INFO onnx_bcast.verify: verifying on inputs features [2, 8, 3, 4] (random), use_bias [] (random)" \
            in info.stderr
-    assert "INFO onnx_bcast.model_io: wrote out.onnx" in info.stderr and "DEBUG" not in info.stderr
+    assert "INFO onnx_bcast.model.files: wrote out.onnx" in info.stderr and "DEBUG" not in info.stderr
     assert info.stdout.splitlines()[-1].startswith("wrote out.onnx (verified")
     debug = _cli("-vv", "run", SHAPE_IF, cwd=tmp_path)
-    assert debug.returncode == 0 and "INFO onnx_bcast.cli: random input features: float32 [2, 8, 3, 4] (seed 0)" \
+    assert debug.returncode == 0 and "INFO onnx_bcast.cli.main: random input features: float32 [2, 8, 3, 4] (seed 0)" \
         in debug.stderr, debug.stderr
 
 
@@ -245,7 +246,7 @@ def test_progress_in_a_log_has_no_carriage_return(tmp_path: Path) -> None:
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)]),
               tmp_path / "many.onnx")
     with (tmp_path / "log.txt").open("wb") as log:  # a file: bytes kept as written (no newline translation)
-        proc = subprocess.run([sys.executable, "-m", "onnx_bcast.cli", "convert", "many.onnx", "-o", "out.onnx"],
+        proc = subprocess.run([sys.executable, "-m", "onnx_bcast", "convert", "many.onnx", "-o", "out.onnx"],
                               stdout=subprocess.DEVNULL, stderr=log, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0
     assert (tmp_path / "log.txt").read_bytes() == b"".join(
@@ -262,7 +263,7 @@ class _Stream(io.StringIO):
 
 
 def test_progress_rewrites_its_line_on_a_terminal_only() -> None:
-    from onnx_bcast.cli_report import progress_printer
+    from onnx_bcast.cli.report import progress_printer
 
     for terminal in (True, False):
         stream = _Stream(terminal)

@@ -152,7 +152,7 @@ def work(i, problems):
                 problems.append(f"thread {{i}} run {{r}} branch {{b}}: {{got.shape}} != {{exp.shape}}")
 
 problems = in_threads(8, work)
-from onnx_bcast.process_state import state
+from onnx_bcast.ort.process_state import state
 emit({{"problems": problems, "valid": counts["valid"], "invalid": counts["invalid"],
        "left_recorded": len(state().errors), "logged": len(logged.records)}})
 ''')

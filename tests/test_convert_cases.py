@@ -13,7 +13,7 @@ from onnx.reference import ReferenceEvaluator
 import onnx_bcast
 import onnx_bcast.models
 from onnx_bcast.convert import convert, convert_with_report
-from onnx_bcast.runtime_limits import max_ir_version, max_opset
+from onnx_bcast.model.runtime_limits import max_ir_version, max_opset
 from tests.cases import INVALID_CASES, VALID_CASES, Case, expected_values, sample
 from tests.onnx_util import case_feeds, case_model
 
@@ -121,7 +121,7 @@ def test_report_counts_per_op_and_mode() -> None:
 
 
 def test_bundled_models_convert_and_run_everywhere() -> None:
-    from onnx_bcast.inputs import random_feeds
+    from onnx_bcast.random_inputs import random_feeds
 
     for path in onnx_bcast.models.bundled_models():
         model = onnx.load(str(path))

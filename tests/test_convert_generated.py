@@ -17,7 +17,7 @@ from onnx.reference import ReferenceEvaluator
 
 import onnx_bcast
 from onnx_bcast.convert import convert
-from onnx_bcast.runtime_limits import max_ir_version, max_opset
+from onnx_bcast.model.runtime_limits import max_ir_version, max_opset
 
 DOMAIN = "onnx_bcast"
 LOCAL = "local"

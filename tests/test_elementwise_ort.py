@@ -20,7 +20,7 @@ from onnx.helper import np_dtype_to_tensor_dtype
 
 import onnx_bcast
 from onnx_bcast.ops.elementwise import standard_types
-from onnx_bcast.ort_ops import elementwise_bridge_types
+from onnx_bcast.ort.kernels import elementwise_bridge_types
 from tests.elementwise_util import (
     ALL_OPS,
     COMPARISON_OPS,

@@ -17,7 +17,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from onnx_bcast import cli, model_io
+from onnx_bcast.cli import main as cli
+from onnx_bcast.model import files as model_io
 from tests.test_ort_failures import REPO_ROOT, run_child
 
 vi = helper.make_tensor_value_info
@@ -152,7 +153,7 @@ def _assert_fragments(name: str, message: str) -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=REPO_ROOT)
-    return subprocess.run([sys.executable, "-m", "onnx_bcast.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "onnx_bcast", *args], capture_output=True, text=True,
                           timeout=TIMEOUT, env=env, cwd=REPO_ROOT)
 
 
@@ -186,9 +187,9 @@ def test_cli_one_line_error_nothing_written(models: dict[str, Path], tmp_path: P
 API_CHILD = '''
 import sys
 import onnx_bcast
-from onnx_bcast import model_io
+from onnx_bcast.model import files as model_io
 from onnx_bcast.convert import convert
-from onnx_bcast.inputs import random_feeds
+from onnx_bcast.random_inputs import random_feeds
 
 def session_then_run(path):
     session = onnx_bcast.InferenceSession(path)
@@ -283,7 +284,7 @@ def test_a_file_cut_right_after_the_graph_is_not_a_model(tmp_path: Path) -> None
     path.write_bytes(cut.SerializeToString())
     with pytest.raises(model_io.UnsafeModel, match="not an ONNX model .no opset import"):
         model_io.load_model_file(path)
-    command = [sys.executable, "-m", "onnx_bcast.cli", "convert", str(path), "-o", str(tmp_path / "o.onnx")]
+    command = [sys.executable, "-m", "onnx_bcast", "convert", str(path), "-o", str(tmp_path / "o.onnx")]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "no opset import" in proc.stderr
     assert not (tmp_path / "o.onnx").exists()

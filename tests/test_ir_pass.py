@@ -8,8 +8,8 @@ import onnxruntime as ort
 import pytest
 
 import onnx_bcast
-from onnx_bcast.inputs import random_feeds
 from onnx_bcast.models import bundled_models
+from onnx_bcast.random_inputs import random_feeds
 
 ir = pytest.importorskip("onnx_ir")
 CPU = ["CPUExecutionProvider"]

@@ -9,12 +9,12 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_bcast
-from onnx_bcast import hidden_inference, known_outputs
-from onnx_bcast.declaring import labelled
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.model_walk import NameGenerator
-from onnx_bcast.static_facts import StaticFacts
-from onnx_bcast.survey import survey_nodes, walked_node_lists
+from onnx_bcast.lowering.declaring import labelled
+from onnx_bcast.lowering.fast import hidden_inference, known_outputs
+from onnx_bcast.lowering.static_facts import StaticFacts
+from onnx_bcast.lowering.survey import survey_nodes, walked_node_lists
+from onnx_bcast.model.walk import NameGenerator
 from tests.cases import ALL_CASES, Case
 
 OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)]
@@ -224,7 +224,7 @@ def _nested_model() -> onnx.ModelProto:
 @pytest.mark.parametrize("model", [_nested_model(), _two_step("x", []), _chain(3, [[3, 4]])],
                          ids=["nested", "flat", "chain"])
 def test_walked_node_lists_equal_node_lists(model: onnx.ModelProto) -> None:
-    from onnx_bcast.model_walk import node_lists
+    from onnx_bcast.model.walk import node_lists
 
     walked = [(e.container.SerializeToString(), e.in_function) for e in walked_node_lists(model)]
     assert walked == [(e.container.SerializeToString(), e.in_function) for e in node_lists(model)]

@@ -14,9 +14,9 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_bcast
-from onnx_bcast import memory_guard
 from onnx_bcast.convert import convert as convert_model
-from onnx_bcast.inputs import random_feeds
+from onnx_bcast.ops import memory_guard
+from onnx_bcast.random_inputs import random_feeds
 from tests.test_ort_failures import REPO_ROOT, assert_broadcast_error, assert_output, run_child
 
 ENV = "ONNX_BCAST_MAX_OUTPUT_BYTES"
@@ -230,7 +230,7 @@ def test_convert_verify_refuses_a_huge_generated_input(tmp_path: Path, monkeypat
     source, target = tmp_path / "huge_input.onnx", tmp_path / "out.onnx"
     onnx.save(_huge_input_model(), source)
     env = dict(os.environ, PYTHONPATH=REPO_ROOT, **{ENV: "1e9"})
-    proc = subprocess.run([sys.executable, "-m", "onnx_bcast.cli", "convert", str(source), "-o", str(target),
+    proc = subprocess.run([sys.executable, "-m", "onnx_bcast", "convert", str(source), "-o", str(target),
                            "--verify"], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 1, proc
     assert proc.stderr.strip() == ("onnx-bcast convert: input 'x': generating (100000, 100000) of float32 would take "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from onnx import TensorProto, helper
 
-from onnx_bcast.node_build import make_node
+from onnx_bcast.lowering.node_build import make_node
 
 ZERO = helper.make_tensor("zero", TensorProto.INT64, [1], [0])
 

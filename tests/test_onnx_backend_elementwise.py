@@ -295,7 +295,7 @@ def _params() -> list:
 
 @functools.cache
 def _ort_max_opset() -> int:
-    from onnx_bcast.runtime_limits import max_opset
+    from onnx_bcast.model.runtime_limits import max_opset
 
     return max_opset()
 

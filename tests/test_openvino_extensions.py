@@ -23,9 +23,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_bcast
-from onnx_bcast.inputs import random_feeds
 from onnx_bcast.models import bundled_models
 from onnx_bcast.ops import OP_SPECS
+from onnx_bcast.random_inputs import random_feeds
 from tests.elementwise_util import COMPARISON_OPS, LOGICAL_OPS, assert_values_equal
 from tests.elementwise_util import values as scalar_or_array
 

@@ -321,7 +321,8 @@ def test_reload_keeps_sessions_and_errors_working() -> None:
     expected = np.array([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]], np.float32)
     checked = 0
     reloaded = result.pop("deep_reloaded")
-    must_reload = {"onnx_bcast.errors", "onnx_bcast.ort_ops", "onnx_bcast.session", "onnx_bcast.process_state"}
+    must_reload = {"onnx_bcast.errors", "onnx_bcast.ort.kernels", "onnx_bcast.ort.session",
+                   "onnx_bcast.ort.process_state"}
     assert must_reload <= set(reloaded), reloaded
     for key, record in result.items():
         if key.endswith("/bad"):

@@ -1,11 +1,11 @@
-"""Protobuf fields written as bytes (onnx_bcast/proto_bytes.py) parse into the messages protobuf itself builds."""
+"""Protobuf fields written as bytes (lowering/fast/proto_bytes.py) parse into the messages protobuf builds."""
 
 from __future__ import annotations
 
 import pytest
 from onnx import GraphProto, NodeProto, helper
 
-from onnx_bcast import proto_bytes
+from onnx_bcast.lowering.fast import proto_bytes
 
 LONG = "n" * 127, "m" * 128, "é" * 100, "x" * 20000  # one-byte length, two-byte lengths (UTF-8: 200 bytes), three
 

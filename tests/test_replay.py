@@ -1,4 +1,4 @@
-"""Replayed rewrites (onnx_bcast/replay.py) write the bytes that running each node's rule writes."""
+"""Replayed rewrites (onnx_bcast/lowering/fast/replay.py) write the bytes that running each node's rule writes."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_bcast
-from onnx_bcast import replay
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.prepare import prepare
+from onnx_bcast.lowering.fast import replay
+from onnx_bcast.ort.prepare import prepare
 from tests.case_table import CASES
 from tests.test_case_table import case_model
 

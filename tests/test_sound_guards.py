@@ -20,7 +20,7 @@ from onnx.reference import ReferenceEvaluator
 from onnx.tools.update_model_dims import update_inputs_outputs_dims
 
 import onnx_bcast
-from onnx_bcast.model_walk import node_lists
+from onnx_bcast.model.walk import node_lists
 from tests import tool_pipelines as tools
 from tests.case_table import INVALID_CASES, Case
 from tests.test_case_table import case_feeds, case_model, output_names
@@ -115,7 +115,7 @@ def test_stale_value_info_keeps_the_check() -> None:
     mul = helper.make_node("Mul", ["r", "B"], ["y"], domain="onnx_bcast", name="mul", auto_broadcast="none")
     static = _model([relu, mul], [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4]) for n in "AB"],
                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
-    onnx_bcast.schemas.register()
+    onnx_bcast.onnx_defs.schemas.register()
     inferred = onnx.shape_inference.infer_shapes(static)
     assert [v.name for v in inferred.graph.value_info] == ["r"]
     model = update_inputs_outputs_dims(inferred, {"A": ["N", 4], "B": ["M", 4]}, {"y": ["N", 4]})

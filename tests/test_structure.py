@@ -14,11 +14,11 @@ from onnxruntime_extensions import _ocos as ocos
 
 import onnx_bcast
 from onnx_bcast.converters import STANDARD
+from onnx_bcast.onnx_defs.reference_ops import reference_ops
 from onnx_bcast.ops import OP_SPECS
 from onnx_bcast.ops.broadcast import MODES
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
-from onnx_bcast.ort_rules import ort_rule_set
-from onnx_bcast.reference_ops import reference_ops
+from onnx_bcast.ort.rule_set import ort_rule_set
 
 ROOT = Path(__file__).resolve().parents[1]
 

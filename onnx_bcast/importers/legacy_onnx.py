@@ -11,14 +11,14 @@ import numpy as np
 import onnx
 from onnx import ModelProto, NodeProto, helper, numpy_helper
 
-from onnx_bcast import schemas
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.importers import legacy_rules
 from onnx_bcast.importers.legacy_rules import BINARY, LAST_LEGACY_OPSET, Dims, LegacyNode
 from onnx_bcast.importers.upgrade import upgrade
-from onnx_bcast.model_io import load_model
-from onnx_bcast.model_walk import NameGenerator, opset_version, subgraphs
-from onnx_bcast.working_copy import restore_outputs, set_claims_aside
+from onnx_bcast.lowering.working_copy import restore_outputs, set_claims_aside
+from onnx_bcast.model.files import load_model
+from onnx_bcast.model.walk import NameGenerator, opset_version, subgraphs
+from onnx_bcast.onnx_defs import schemas
 
 logger = logging.getLogger("onnx_bcast.importers.legacy_onnx")
 

@@ -140,7 +140,7 @@ def _node_name(text: str, message: str, path: str | None) -> str | None:
 def _by_output(path: str, shown: str) -> str:
     import onnx
 
-    from onnx_bcast.model_walk import node_lists
+    from onnx_bcast.model.walk import node_lists
 
     nodes = [n for entry in node_lists(onnx.load(path, load_external_data=False)) for n in entry.container.node
              if n.domain == DOMAIN]
@@ -161,7 +161,7 @@ def read_model(model: str | os.PathLike | bytes | Any, core: Any = None) -> Any:
         core = openvino.Core()
         core.add_extension(extensions())
     if hasattr(model, "SerializeToString"):
-        from onnx_bcast import external_data
+        from onnx_bcast.model import external_data
 
         if external_data.folder_of(model) is not None and external_data.has_external_data(model):
             with external_data.graph_file(model) as graph:  # OpenVINO finds the data beside a file only

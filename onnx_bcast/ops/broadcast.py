@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from onnx_bcast.memory_guard import check_output_size
 from onnx_bcast.ops.broadcast_shape import (  # noqa: F401  (the family's names, imported from here too)
     CANONICAL_MODES,
     MODES,
@@ -27,6 +26,7 @@ from onnx_bcast.ops.common import (
     read_array,
     shape_of,
 )
+from onnx_bcast.ops.memory_guard import check_output_size
 
 
 def broadcast(data: Any, target_shape: Any, axes_mapping: Any = None, *, mode: str = "numpy", axis: int = -1,

@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
-from onnx_bcast.memory_guard import check_output_size
 from onnx_bcast.ops.common import (
     ALL_TENSOR_TYPES,
     INDEX_TYPES,
@@ -21,6 +20,7 @@ from onnx_bcast.ops.common import (
     read_array,
     shape_of,
 )
+from onnx_bcast.ops.memory_guard import check_output_size
 
 V0 = "BroadcastV0"
 LIKE_V0 = "BroadcastLikeV0"

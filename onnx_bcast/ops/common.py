@@ -12,7 +12,7 @@ import numpy as np
 from onnx import AttributeProto
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
-from onnx_bcast.memory_guard import InvalidLimit, output_limit
+from onnx_bcast.ops.memory_guard import InvalidLimit, output_limit
 
 Shape = tuple[int, ...]
 

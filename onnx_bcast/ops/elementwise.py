@@ -10,8 +10,8 @@ import numpy as np
 import onnx
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
-from onnx_bcast.memory_guard import check_output_size
 from onnx_bcast.ops.common import Attr, Input, OpSpec, Shape, check_rank, read_array
+from onnx_bcast.ops.memory_guard import check_output_size
 from onnx_bcast.ops.ort_arithmetic import ARITHMETIC, numpy_rule_shape
 
 RULES = ("none", "numpy", "pdpd")

@@ -1,0 +1,1 @@
+"""The ``onnx-bcast`` command: convert, run, check, demo and ops."""

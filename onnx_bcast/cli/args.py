@@ -1,0 +1,145 @@
+"""The ``onnx-bcast`` command line: its options, and the combinations refused as usage errors (exit status 2)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+
+from onnx_bcast.cli.op_listing import version_text
+from onnx_bcast.cli.runtimes import RUNTIMES
+
+_EXAMPLES = {
+    "convert": "example:\n  onnx-bcast convert models/nchw_bias_explicit.onnx -o nchw_standard.onnx --verify",
+    "run": "example:\n  onnx-bcast run models/nchw_bias_explicit.onnx --input features=features.npy",
+    "check": "example:\n  onnx-bcast check models/batchnorm_v0.onnx",
+    "demo": "example:\n  onnx-bcast demo",
+    "ops": "example:\n  onnx-bcast ops",
+}
+_SHAPE = re.compile(r"(?P<name>.+):\[(?P<dims>\s*\d+(?:\s*,\s*\d+)*\s*|\s*)\]")
+
+
+def seed(text: str) -> int:
+    """A ``--seed``: a non-negative integer (numpy's generators take no negative seed)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text}")
+    return value
+
+
+def input_shape(text: str) -> tuple[str, list[int]]:
+    """One ``--input-shapes`` item, ``NAME:[2,16]`` (polygraphy's form; ``NAME:[]`` for a scalar)."""
+    match = _SHAPE.fullmatch(text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"expected NAME:[DIM,...] (e.g. x:[2,16]), got {text!r}")
+    dims = match.group("dims").strip()
+    return match.group("name"), [int(d) for d in dims.split(",")] if dims else []
+
+
+def _common_options(top: bool) -> argparse.ArgumentParser:
+    """--debug, -q and -v, accepted before and after the subcommand (a subcommand's leave the top one's alone)."""
+    options = argparse.ArgumentParser(add_help=False)
+    unset = {} if top else {"default": argparse.SUPPRESS}
+    options.add_argument("--debug", action="store_true", help="show the traceback of an error",
+                         **({"default": False} if top else unset))
+    loudness = options.add_mutually_exclusive_group()
+    loudness.add_argument("-q", "--quiet", action="store_true", help="print errors only",
+                          **({"default": False} if top else unset))
+    loudness.add_argument("-v", "--verbose", action="count",
+                          help="log what is done (-v: INFO, -vv: DEBUG, from the onnx_bcast loggers)",
+                          **({"default": 0} if top else unset))
+    return options
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``onnx-bcast`` and its subcommands (each with an example in its help)."""
+    parser = argparse.ArgumentParser(
+        prog="onnx-bcast",
+        description="Run ONNX models with explicit (OpenVINO/nGraph/PaddlePaddle) broadcasts in ONNX Runtime.",
+        epilog="exit status: 0 success, 1 model or input problem, 2 bad usage",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # --version on one line, however wide the terminal
+        parents=[_common_options(top=True)],
+    )
+    parser.add_argument("--version", action="version", version=version_text())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = _common_options(top=False)
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        command = sub.add_parser(name, help=help_text, description=help_text, epilog=_EXAMPLES[name],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, parents=[common])
+        command.set_defaults(parser=command)
+        return command
+
+    def add_random_inputs(command: argparse.ArgumentParser, which: str) -> None:
+        command.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                             help=f"{which}an input from a .npy file (random data otherwise)")
+        command.add_argument("--input-shapes", action="extend", nargs="+", type=input_shape, default=[],
+                             metavar="NAME:[DIM,...]",
+                             help=f"{which}the shape of a random input, fixing its unknown or named dims "
+                                  "(e.g. x:[2,16])")
+        command.add_argument("--seed", type=seed, default=None,
+                             help=f"{which}seed of the random inputs (default: 0)")
+
+    convert = add("convert", "rewrite every onnx_bcast node into standard ONNX (the input is never modified)")
+    convert.add_argument("model", help="the .onnx file to convert")
+    convert.add_argument("-o", "--output", required=True, help="where to write the standard-ONNX model")
+    convert.add_argument("--opset", type=int, default=None,
+                         help="default-domain opset for a model that imports none (otherwise the model's own)")
+    convert.add_argument("--verify", action="store_true",
+                         help="run both models and require bit-identical outputs before writing anything")
+    add_random_inputs(convert, "with --verify: ")
+    convert.add_argument("--no-guards", action="store_true",
+                         help="leave out the run-time checks: the converted model may then return values for inputs "
+                              "the original rejects")
+    convert.set_defaults(handler="convert")
+    run = add("run", "run a model through onnx-bcast's ONNX Runtime ops or OpenVINO (random inputs unless given)")
+    run.add_argument("model", help="the .onnx file")
+    add_random_inputs(run, "")
+    run.add_argument("--backend", choices=("numpy", "native"), default=None,
+                     help="numpy: our ops as Python kernels; native: the guarded standard lowering in plain ONNX "
+                          "Runtime (default: numpy; for --runtime onnxruntime only)")
+    run.add_argument("--runtime", choices=RUNTIMES, default="onnxruntime",
+                     help="openvino: OpenVINO's CPU plugin reads our ops (needs onnx-bcast[openvino]) "
+                          "(default: %(default)s)")
+    run.add_argument("--save-outputs", metavar="FILE.npz", default=None,
+                     help="also save every output in a .npz file (numpy.load gives them by name)")
+    run.set_defaults(handler="run")
+    check = add("check", "list a model's onnx_bcast nodes and validate what is statically known")
+    check.add_argument("model", help="the .onnx file")
+    check.set_defaults(handler="check")
+    demo = add("demo", "run every bundled model with our ORT ops, convert it, and check the converted model gives "
+                       "identical outputs in plain ORT and the reference evaluator")
+    demo.set_defaults(handler="demo")
+    ops = add("ops", "list onnx-bcast's ops with their inputs, attributes, defaults and modes")
+    ops.set_defaults(handler="ops")
+    return parser
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line; an option that would be ignored is a usage error (exit status 2) naming it."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command: argparse.ArgumentParser = args.parser
+    if args.quiet and args.verbose:
+        command.error("argument -q/--quiet: not allowed with argument -v/--verbose")
+    if args.command == "convert" and not args.verify:
+        for option, value in (("--input", args.input), ("--input-shapes", args.input_shapes),
+                              ("--seed", args.seed)):
+            if value not in ([], None):
+                command.error(f"argument {option}: only used with --verify (the inputs of the verification)")
+    if args.command == "run" and args.runtime == "openvino" and args.backend is not None:
+        command.error("argument --backend: chooses how ONNX Runtime runs our ops; it has no effect with "
+                      "--runtime openvino")
+    if args.command in ("convert", "run"):
+        given = {pair.partition("=")[0] for pair in args.input}
+        for name, _ in args.input_shapes:
+            if name in given:
+                command.error(f"argument --input-shapes: {name!r} is given by --input too (its shape is the file's)")
+        if args.seed is None:
+            args.seed = 0
+    if args.command == "run" and args.backend is None:
+        args.backend = "numpy"
+    return args

@@ -1,0 +1,362 @@
+"""The one emitter of every rule set: one method per op form, each opset-dependent choice made here only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from onnx import NodeProto, TensorProto, helper, numpy_helper
+
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.lowering.node_build import make_node
+from onnx_bcast.model.walk import NameGenerator
+from onnx_bcast.ops.common import MAX_RANK, zeros_inferred_dims
+from onnx_bcast.ops.elementwise import COMPARISONS, standard_form
+
+if TYPE_CHECKING:
+    from onnx_bcast.lowering.expand_elision import ExpandElision
+
+
+_POISON = 2**28  # a failed check's token, per probe value: fits int32 (OpenVINO's int64), 3x no dim but 1 meets
+
+
+class Emitter:
+    """Collects the nodes (and initializers) that replace one onnx_bcast node."""
+
+    def __init__(self, names: NameGenerator, opset: int, node_name: str, op: str, mode: str,
+                 allow_initializers: bool, final_name: str | None = None, mode_attr: str = "mode",
+                 doc: str | None = None) -> None:
+        self.names = names
+        self.doc = doc  # every node's doc_string
+        self.reads: set[str] = set()  # the values the nodes read
+        self.final_name = node_name if final_name is None else final_name  # "" keeps an unnamed node unnamed
+        self.opset = opset
+        self.node_name = node_name
+        self.op = op
+        self.mode = mode
+        self.mode_attr = mode_attr
+        self.allow_initializers = allow_initializers
+        self.nodes: list[NodeProto] = []
+        self.initializers: list[TensorProto] = []
+        self.domains: set[str] = set()  # the non-default domains of the nodes emitted
+        self.elision: ExpandElision | None = None  # set where an Expand may be left out (standard ONNX)
+        self.constants: dict[tuple[int, ...], str] | None = None  # int64 constants shared within one graph
+        self.final_name_used = False
+        self.known_constants: dict[str, tuple[int, ...]] = {}  # the int64 constants asked for, by name
+        self.roots: set[str] = set()  # values the graph reads besides the node's outputs (Expand elision's sources)
+
+    @property
+    def allowzero(self) -> bool:
+        """Whether ``Reshape`` can take a 0 in its shape literally (``allowzero``, opset 14)."""
+        return self.opset >= 14
+
+    # -- helpers ---------------------------------------------------------------------------------------------
+    def require(self, min_opset: int, what: str) -> None:
+        """Fail with the minimum opset when the model's opset cannot express ``what``."""
+        if self.opset < min_opset:
+            raise self.fail(f"{what} needs default-domain opset >= {min_opset}; the model uses opset {self.opset}")
+
+    def fail(self, detail: str) -> BroadcastError:
+        """A BroadcastError naming the node being rewritten."""
+        return BroadcastError(self.op, self.mode, detail, self.node_name, mode_attr=self.mode_attr)
+
+    def _node(self, op_type: str, inputs: Sequence[str], output: str | None, domain: str = "", **attrs) -> str:
+        return self._multi(op_type, inputs, [output], domain, **attrs)[0]
+
+    def _multi(self, op_type: str, inputs: Sequence[str], outputs: Sequence[str | None], domain: str = "",
+               **attrs) -> list[str]:
+        outs = [out or self.names(f"{self.node_name}_{op_type.lower()}") for out in outputs]
+        if outputs[0] is not None and not self.final_name_used:
+            name = self.final_name  # the node that produces the original output keeps the original name
+            self.final_name_used = True
+        else:
+            name = self.names(f"{self.node_name}/{op_type}")
+        self.nodes.append(make_node(op_type, inputs, outs, name=name, domain=domain or None, doc_string=self.doc,
+                                    **attrs))
+        self.reads.update(inputs)
+        if domain:
+            self.domains.add(domain)
+        return outs
+
+    def named(self, op_type: str, inputs: Sequence[str], name: str, **attrs) -> str:
+        """A standard node under a name of its own (a guard's name states its rule; runtimes quote it)."""
+        out = self.names(f"{self.node_name}_{op_type.lower()}")
+        self.nodes.append(make_node(op_type, inputs, [out], name=self.names(name), doc_string=self.doc, **attrs))
+        self.reads.update(inputs)
+        return out
+
+    def const_i64(self, values: Sequence[int], hint: str = "const") -> str:
+        """An int64 1-D constant: an initializer in graphs, a Constant node in functions."""
+        key = values if type(values) is tuple else tuple(int(v) for v in values)  # (a replay's key is made so)
+        if self.allow_initializers and self.constants is not None and key in self.constants:
+            name = self.constants[key]
+            self.known_constants[name] = key
+            return name
+        name = self.names(f"{self.node_name}_{hint}")
+        self.known_constants[name] = key
+        tensor = numpy_helper.from_array(np.asarray(key, dtype=np.int64).reshape(-1), name)
+        if self.allow_initializers:
+            self.initializers.append(tensor)
+            if self.constants is not None:
+                self.constants[key] = name
+            return name
+        self.nodes.append(make_node("Constant", [], [name], name=self.names(f"{self.node_name}/Constant"),
+                                    doc_string=self.doc, value=tensor))
+        return name
+
+    def prune(self, outputs: Sequence[str]) -> None:
+        """Only the nodes that ``outputs`` (and the values Expand elision rewired to) need are kept, e.g. not the
+        checks that a guard proved statically; then ``prune_initializers``."""
+        live = set(outputs) | self.roots
+        kept: list[NodeProto] = []
+        for node in reversed(self.nodes):
+            if any(out in live for out in node.output):
+                kept.append(node)
+                live.update(node.input)
+        if len(kept) != len(self.nodes):
+            self.nodes = kept[::-1]
+            self.reads = {name for node in self.nodes for name in node.input}
+        self.prune_initializers()
+
+    def prune_initializers(self) -> None:
+        """The constants this node made that no node of it reads are dropped (and forgotten by the graph's shared
+        ones, so that no later node refers to them)."""
+        unused = [t for t in self.initializers if t.name not in self.reads]
+        if not unused:
+            return
+        names = {t.name for t in unused}
+        self.initializers = [t for t in self.initializers if t.name not in names]
+        if self.constants is not None:
+            for key in [k for k, name in self.constants.items() if name in names]:
+                del self.constants[key]
+
+    # -- op forms --------------------------------------------------------------------------------------------
+    def identity(self, x: str, output: str) -> str:
+        return self._node("Identity", [x], output)
+
+    def expand(self, x: str, shape: str, output: str | None = None,
+               static_out: Sequence[int] | None = None, checked: bool = False) -> str:
+        """``Expand(x, shape)``; an empty static output (``x``'s dims validated, or ``checked``: ``shape`` is
+        ``static_out`` plus a guard's token, which stays on the path) is built without an ``Expand`` of ``x``.
+
+        From opset 14, ``Reshape(Slice(Reshape(x, [-1]), 0, 0), shape)`` with ``allowzero``: no element is read,
+        yet ``x`` stays an input (OpenVINO drops an input nothing reads, and feeding it then fails), and nothing
+        broadcasts a 0 (OpenVINO refuses 0 to 1, and a static ``Expand`` of a 0 dim stops its process).
+        Before, ``Slice(Expand(x, zeros as 1s))``: it runs in OpenVINO while ``x`` has no 0 dim, and onnxruntime
+        1.31's ExpandElimination, which took an Expand to a 0-size dim for a no-op, leaves it alone.
+        """
+        self.require(8, "Expand")
+        if output is not None and static_out is not None and self.elision is not None and 0 not in static_out \
+                and self.elision.can_drop(output, tuple(static_out)):
+            return self._elide(x, output)
+        if static_out is None or 0 not in static_out:
+            return self._node("Expand", [x, shape], output)
+        if self.allowzero:
+            flat = self._node("Reshape", [x, self.const_i64([-1], "flat")], None)
+            zero = self.const_i64([0], "zero")
+            none = self._node("Slice", [flat, zero, zero], None)
+            target = shape if checked else self.const_i64(static_out, "empty_shape")
+            return self._node("Reshape", [none, target], output, allowzero=1)
+        ones = [d if d != 0 else 1 for d in static_out]
+        nonzero = self.const_i64(ones, "shape_nonzero")
+        if checked:  # the token (shape - static_out) stays on the data path
+            nonzero = self.standard("Add", [nonzero, self.standard("Sub", [shape, self.const_i64(static_out)])])
+        expanded = self._node("Expand", [x, nonzero], None)
+        return self.slice_to(expanded, static_out, output)
+
+    def _elide(self, x: str, output: str) -> str:
+        """No Expand: the node that made ``x`` makes ``output`` (keeping the original name), else consumers read x."""
+        last = self.nodes[-1] if self.nodes else None
+        if last is not None and list(last.output) == [x] and not self.final_name_used:
+            last.output[0] = output
+            last.name = self.final_name
+            self.final_name_used = True
+            self.elision.dropped.add(output)  # its value info, if any, gave the expanded shape
+            return output
+        self.elision.rewire(output, x)
+        self.roots.add(x)
+        return x
+
+    def slice_to(self, x: str, ends: Sequence[int], output: str | None = None) -> str:
+        """``x[0:ends[0], 0:ends[1], ...]`` in the op form of the opset."""
+        axes = list(range(len(ends)))
+        if self.opset < 10:
+            return self._node("Slice", [x], output, starts=[0] * len(ends), ends=list(ends), axes=axes)
+        return self._node("Slice", [x, self.const_i64([0] * len(ends), "starts"), self.const_i64(ends, "ends"),
+                                    self.const_i64(axes, "slice_axes")], output)
+
+    def unsqueeze(self, x: str, axes: Sequence[int], output: str | None = None) -> str:
+        axes = sorted(int(a) for a in axes)
+        if self.opset < 13:
+            return self._node("Unsqueeze", [x], output, axes=axes)
+        return self._node("Unsqueeze", [x, self.const_i64(axes, "axes")], output)
+
+    def squeeze(self, x: str, axes: Sequence[int], output: str | None = None) -> str:
+        axes = sorted(int(a) for a in axes)
+        if self.opset < 13:
+            return self._node("Squeeze", [x], output, axes=axes)
+        return self._node("Squeeze", [x, self.const_i64(axes, "squeeze_axes")], output)
+
+    def reduce_sum(self, x: str, axes: Sequence[int] | str, keepdims: bool, output: str | None = None) -> str:
+        """``ReduceSum(x, axes)``: constant axes as the attribute before opset 13 and as an input from 13 on;
+        axes known only at run time (a tensor's name) need opset 13, where no axes sum nothing."""
+        if isinstance(axes, str):
+            self.require(13, "ReduceSum over axes known only at run time")
+            return self._node("ReduceSum", [x, axes], output, keepdims=int(keepdims), noop_with_empty_axes=1)
+        axes = sorted(int(a) for a in axes)
+        if not axes:  # ReduceSum without axes would sum every axis
+            return self.identity(x, output) if output is not None else x
+        if self.opset < 13:
+            return self._node("ReduceSum", [x], output, axes=axes, keepdims=int(keepdims))
+        return self._node("ReduceSum", [x, self.const_i64(axes, "sum_axes")], output, keepdims=int(keepdims))
+
+    def standard(self, op_type: str, inputs: Sequence[str], output: str | None = None, **attrs) -> str:
+        """A standard op that needs no opset-dependent form (``Add``, ``Mod``, ``Equal``, ...)."""
+        return self._node(op_type, inputs, output, **attrs)
+
+    def elementwise_form(self, op: str, elem: int | None) -> str:
+        """How the standard elementwise ``op`` on ``elem`` is written at this opset (see ``elementwise``)."""
+        try:
+            return standard_form(op, self.opset, elem)
+        except ValueError as err:
+            raise self.fail(str(err)) from None
+
+    def elementwise(self, op: str, a: str, b: str, output: str, form: str, elem: int | None = None,
+                    **attrs) -> str:
+        """The standard ``op(a, b)`` in the ``form`` ``standard_form`` chose: direct; ``Or(strict, Equal)`` for
+        ``LessOrEqual``/``GreaterOrEqual`` before opset 12; or on a wider type, cast back to ``elem``."""
+        if form == "or_strict_equal":  # exact, NaN included: both parts are false for NaN
+            strict = self.standard("Less" if op == "LessOrEqual" else "Greater", [a, b])
+            equal = self.standard("Equal", [a, b])
+            return self.standard("Or", [strict, equal], output)
+        if form.startswith("widen:"):
+            wide = int(form.split(":")[1])
+            result = self.standard(op, [self.cast(a, wide), self.cast(b, wide)], None, **attrs)
+            return self.identity(result, output) if op in COMPARISONS else self.cast(result, elem, output)
+        return self.standard(op, [a, b], output, **attrs)
+
+    def custom(self, op_type: str, domain: str, inputs: Sequence[str], outputs: Sequence[str | None],
+               **attrs) -> list[str]:
+        """A node of another domain (our ORT kernels); ``None`` outputs get fresh names."""
+        return self._multi(op_type, inputs, outputs, domain, **attrs)
+
+    def reshape(self, x: str, shape: str, output: str | None = None, may_hold_zero: bool = True) -> str:
+        """``Reshape(x, shape)`` with a 0 in ``shape`` meaning a zero-size dim: ``allowzero`` from opset 14; before
+        it (a 0 there copies the input's dim), a shape that may hold a 0 is applied as
+        ``Expand(Reshape(x, zeros_inferred(shape)), shape)``, exact for the empty ``x`` such a shape reshapes."""
+        self.require(5, "Reshape with a shape input")
+        if may_hold_zero and self.allowzero:
+            return self._node("Reshape", [x, shape], output, allowzero=1)
+        constant = self.known_constants.get(shape)
+        if not may_hold_zero or (constant is not None and 0 not in constant):
+            return self._node("Reshape", [x, shape], output)
+        if constant is not None:
+            flat = self._node("Reshape", [x, self.const_i64(zeros_inferred_dims(constant), "shape_inferred")], None)
+        else:
+            flat = self._node("Reshape", [x, self.zeros_inferred(shape)], None)
+        self.require(8, "Expand")
+        return self._node("Expand", [flat, shape], output)
+
+    def zeros_inferred(self, shape: str) -> str:
+        """A run-time int64 shape for a ``Reshape`` before opset 14 (a 0 there copies the input's dim) of data that
+        an ``Expand`` to the real target follows: the first 0 becomes -1, which ``Reshape`` infers as 0 (the data
+        is empty), and any other 0 becomes 1, which the ``Expand`` stretches to the target's 0."""
+        self.require(11, "zero-size data with run-time shapes (CumSum)")
+        zero, one = self.const_i64([0], "zero"), self.const_i64([1], "one")
+        is_zero = self.standard("Equal", [shape, zero])
+        axis = self.standard("Constant", [], value=helper.make_tensor("axis", TensorProto.INT64, [], [0]))  # 0-d
+        count = self.standard("CumSum", [self.cast_i64(is_zero), axis])
+        first = self.standard("And", [is_zero, self.standard("Equal", [count, one])])
+        ones = self.standard("Where", [is_zero, one, shape])
+        return self.standard("Where", [first, self.const_i64([-1], "minus_one"), ones])
+
+    def rank_checked(self, x: str, limit: int = MAX_RANK) -> str:
+        """``x`` itself after a check that fails the run when its rank is over ``limit`` (``check_token``, ``tied``)."""
+        self.require(9, "a run-time rank check")
+        shape = self.shape(x)
+        over = self.standard("Greater", [self.shape(shape), self.const_i64([limit], "rank_limit")])
+        token = self.check_token([self.standard("Not", [over])], f"{self.node_name}/guard: ranks are at most {limit}")
+        return self.tied(x, shape, token)
+
+    def check_token(self, conditions: Sequence[str], name: str) -> str:
+        """``[0]`` (int64), computed only when every condition (a bool tensor) holds everywhere.
+
+        With ``bad`` the number of false elements and ``k = 2**28`` if bad else 0, two probes read ``[k, k, k]``:
+        ``Expand`` to ``[3 + bad]`` (named ``name``), which ONNX Runtime and ``onnx.reference`` check, and
+        ``Reshape`` to ``[1, 3 + bad]`` (named ``name (reshaped)``), which OpenVINO's CPU plugin checks (it runs an
+        incompatible ``Expand`` in shape arithmetic unchecked, and drops a 1-D to 1-D ``Reshape``): three values
+        take neither shape unless bad is 0. The token is the sum of both: 0 when every condition holds. Where a
+        runtime checked neither, it is ``6 * 2**28``, which the data path's ``Expand`` cannot take for any dim but
+        1. Its values fit int32 (OpenVINO computes int64 as int32: ``2**40`` was 0 there) and are never negative
+        (OpenVINO's reader refuses a ``ConstantOfShape`` that could be, and its ``Broadcast`` moved past an
+        elementwise op takes the larger of two shapes). The count is a ``ReduceSum`` with its axes (OpenVINO 2026.0
+        fuses a ``ReduceMin`` of a ``Concat`` wrongly).
+        """
+        failures = [self.cast(self.standard("Not", [condition]), TensorProto.INT64) for condition in conditions]
+        bad = self.reduce_sum(self.standard("Concat", [self.const_i64([0], "zero"), *failures], axis=0), [0],
+                              keepdims=True)
+        size = self.standard("Add", [bad, self.const_i64([3], "three")])
+        failed = self.cast(self.standard("Greater", [bad, self.const_i64([0], "zero")]), TensorProto.INT64)
+        scaled = self.standard("Mul", [failed, self.const_i64([_POISON], "poison")])
+        triple = self.standard("Concat", [scaled, scaled, scaled], axis=0)
+        probe = self.named("Expand", [triple, size], name)
+        # OpenVINO runs the Expand unchecked but checks a Reshape's element count (2-D: it drops 1-D to 1-D ones)
+        reshaped = self.named("Reshape", [triple, self.standard("Concat", [self.const_i64([1], "one"), size], axis=0)],
+                              f"{name} (reshaped)")
+        return self.standard("Add", [self.reduce_sum(probe, [0], keepdims=True),
+                                     self.reduce_sum(reshaped, [0, 1], keepdims=False)])
+
+    def tied(self, x: str, shape: str, token: str, rank_positive: bool = False) -> str:
+        """``x`` (whose shape is ``shape``) after a check: ``Expand(x, shape + token)``, the same values for a
+        token of ``[0]``; the data path reads it, so no pass can remove the check without changing the output.
+
+        Measured against the alternatives: a ``Reshape`` to itself (free) is rewritten to a constant shape by
+        onnxscript's ``MaterializeReshapeShape`` when the output has at most one unknown dim, dropped by OpenVINO
+        when 1-D, and fused with a following ``Reshape`` by onnxsim; a tie in the values (``x * (1 + token)``) is
+        skipped by OpenVINO for an empty ``x``, whose output shape does not depend on it. An ``Expand``'s output
+        shape does, for every runtime and every size. It copies ``x`` (once, where a condition stays open).
+
+        Unless ``rank_positive`` (``x``'s rank is known to be at least 1), ``shape`` may be empty, and ``[] + token``
+        is ``[]`` whatever the token: a pass that knows the rank is 0 (onnxsim with the inputs' shapes fixed,
+        OpenVINO) folds the check away. Such an ``x`` goes through a leading axis of 1 that carries the token:
+        ``Squeeze(Expand(Unsqueeze(x, 0), [1 + token, *shape]), 0)``, the same values and rank for any rank. Not a
+        ``Gather`` of index 0 there: ONNX Runtime 1.32 gathers strings wrong (only the first element survives), and
+        OpenVINO computes the gathered slice without the ``Expand``, token unchecked.
+        """
+        self.require(8, "Expand")
+        if rank_positive:
+            return self._node("Expand", [x, self.standard("Add", [shape, token])], None)
+        lead = self.standard("Add", [self.const_i64([1], "one"), token])
+        widened = self._node("Expand", [self.unsqueeze(x, [0]), self.standard("Concat", [lead, shape], axis=0)], None)
+        return self.squeeze(widened, [0])
+
+    def cast(self, x: str, to: int, output: str | None = None) -> str:
+        return self._node("Cast", [x], output, to=to)
+
+    def cast_i64(self, x: str) -> str:
+        return self.cast(x, TensorProto.INT64)
+
+    def shape(self, x: str) -> str:
+        return self._node("Shape", [x], None)
+
+    def ones_like_shape(self, shape: str) -> str:
+        self.require(9, "ConstantOfShape")
+        one = helper.make_tensor("one", TensorProto.INT64, [1], [1])
+        return self._node("ConstantOfShape", [shape], None, value=one)
+
+    def prefix(self, values: str, length_of: str) -> str:
+        """``values[:len(length_of)]`` for 1-D tensors, with the length known only at run time."""
+        self.require(10, "Slice with tensor bounds")
+        length = self._node("Shape", [length_of], None)
+        return self._node("Slice", [values, self.const_i64([0], "zero"), length], None)
+
+    def nonzero(self, mask: str, minus_one: str | None = None) -> str:
+        """The indices where the 1-D ``mask`` is true, a 1-D int64 tensor (``NonZero``, flattened by a ``Reshape``
+        to ``minus_one``, an int64 [-1]: made here when not given)."""
+        where = self._node("NonZero", [mask], None)
+        return self.reshape(where, minus_one or self.const_i64([-1], "flat"), may_hold_zero=False)
+
+    def scatter(self, data: str, indices: str, updates: str) -> str:
+        self.require(11, "ScatterElements (runtime explicit axes)")
+        return self._node("ScatterElements", [data, indices, updates], None, axis=0)

@@ -1,0 +1,151 @@
+"""The values of shape-like tensors that the graph computes from ``Shape``, and the dims of values: ints where
+known, else symbols.
+
+A target such as ``Concat(Shape(f)[0:1], [8], Shape(f)[2:4])`` is not a constant, yet each of its elements is
+known: an int, or the symbol ``(f, k)`` for the run-time size of dim ``k`` of ``f`` (equal to itself only, and
+never negative). Only what the runtime computes is followed: ``Shape``, ``Constant``, initializers, ``Concat``,
+``Gather``/``Slice`` with constant indices, ``Cast``, ``Identity``, ``Squeeze``/``Unsqueeze`` of a 1-element value.
+Anything else is unknown (None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from onnx import NodeProto, helper
+
+from onnx_bcast.lowering.static_facts import Dims
+
+Element = int | tuple[str, int] | None
+Value = tuple[Element, ...] | None
+MAX_LENGTH = 64  # a shape-like value longer than any rank is not followed
+
+
+# ops whose output has their first input's shape whenever they run (unary, or with attributes only)
+SAME_SHAPE = frozenset({
+    "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cast", "Ceil", "Celu", "Cos", "Cosh", "Elu", "Erf",
+    "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Hardmax", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Log",
+    "LogSoftmax", "Mish", "Neg", "Not", "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin",
+    "Sinh", "Softmax", "Softplus", "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu",
+})
+OURS = "onnx_bcast"
+
+
+class ShapeValues:
+    """Element-wise values of shape-like tensors, and the dims of values, by name, from the graph's producers."""
+
+    def __init__(self, producers: dict[str, NodeProto], shape_of: Callable[[str], Dims | None],
+                 constant_of: Callable[[str], np.ndarray | None]) -> None:
+        self._producers = producers
+        self._shape_of = shape_of
+        self._constant_of = constant_of
+        self._memo: dict[str, Value] = {}
+        self._dims_memo: dict[str, Value] = {}
+
+    def dims(self, name: str) -> Value:
+        """``name``'s dims: ints where inference knows them from fixed dims, else symbols. A symbol is the dim of
+        the value it was first read on, followed through ops that keep it whenever they run (unary ops, ``MatMul``,
+        our none/pdpd elementwise ops, whose output is A's shape or the run fails)."""
+        if name not in self._dims_memo:
+            self._dims_memo[name] = None  # a cycle reads as unknown
+            self._dims_memo[name] = self._derived_dims(name)
+        return self._dims_memo[name]
+
+    def _derived_dims(self, name: str) -> Value:
+        known = self._shape_of(name)
+        own: Value = None if known is None else tuple(int(d) if d is not None else (name, k)
+                                                      for k, d in enumerate(known))
+        node = self._producers.get(name)
+        if node is None or not node.input or node.output[0] != name:
+            return own
+        source: Value = None
+        if node.domain in ("", "ai.onnx") and node.op_type in SAME_SHAPE:
+            source = self.dims(node.input[0])
+        elif node.domain in ("", "ai.onnx") and node.op_type == "MatMul" and len(node.input) == 2:
+            a, b = self.dims(node.input[0]), self.dims(node.input[1])
+            if a is not None and b is not None and len(a) >= 2 and len(b) == 2:
+                source = (*a[:-1], b[-1])
+        elif node.domain == OURS and node.op_type in ELEMENTWISE_SHAPE_OF_A and _rule(node) in ("none", "pdpd"):
+            source = self.dims(node.input[0])
+        if source is None or own is None or len(source) != len(own):
+            return own
+        # inference's fixed dims stand; where it knows none, the source's dim (an int or a symbol) is this one
+        return tuple(o if isinstance(o, int) else s for o, s in zip(own, source, strict=True))
+
+    def __call__(self, name: str) -> Value:
+        if name not in self._memo:
+            self._memo[name] = None  # a cycle (none in a valid graph) reads as unknown
+            self._memo[name] = self._value(name)
+        return self._memo[name]
+
+    def _value(self, name: str) -> Value:
+        constant = self._constant_of(name)
+        if constant is not None:
+            if constant.ndim > 1 or constant.size > MAX_LENGTH or constant.dtype.kind not in "iu":
+                return None
+            return tuple(int(v) for v in constant.reshape(-1).tolist())
+        node = self._producers.get(name)
+        if node is None or node.domain not in ("", "ai.onnx"):
+            return None
+        try:
+            return self._node_value(node)
+        except (IndexError, ValueError, TypeError, KeyError):  # a form not followed here: unknown
+            return None
+
+    def _node_value(self, node: NodeProto) -> Value:
+        op = node.op_type
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if op == "Shape":
+            full = self.dims(node.input[0])
+            if full is None:
+                return None
+            start, end = attrs.get("start", 0), attrs.get("end", len(full))
+            return full[slice(start, end)]
+        if op == "Constant":
+            return None  # read through ``constant_of``
+        ins = [self(n) if n else None for n in node.input]
+        if op in ("Identity", "Cast"):
+            return ins[0] if op == "Identity" or attrs.get("to") in (6, 7) else None
+        if op == "Concat":
+            if any(v is None for v in ins):
+                return None
+            joined = tuple(e for v in ins for e in v)
+            return joined if len(joined) <= MAX_LENGTH else None
+        if op == "Gather":
+            data, indices = ins[0], self._constant_of(node.input[1])
+            if data is None or indices is None or attrs.get("axis", 0) != 0 or indices.ndim > 1:
+                return None
+            return tuple(data[int(i)] for i in indices.reshape(-1).tolist())  # a 0-d index: one element
+        if op == "Slice" and len(node.input) >= 3:
+            data = ins[0]
+            starts, ends = (self._constant_of(n) for n in node.input[1:3])
+            steps = self._constant_of(node.input[4]) if len(node.input) > 4 and node.input[4] else None
+            axes = self._constant_of(node.input[3]) if len(node.input) > 3 and node.input[3] else None
+            if data is None or starts is None or ends is None or starts.size != 1 or ends.size != 1:
+                return None
+            if (axes is not None and int(axes.reshape(-1)[0]) not in (0, -1)) or \
+                    (steps is not None and int(steps.reshape(-1)[0]) != 1):
+                return None
+            return data[slice(*_clamped(int(starts.reshape(-1)[0]), int(ends.reshape(-1)[0]), len(data)))]
+        if op in ("Squeeze", "Unsqueeze"):
+            return ins[0] if ins[0] is not None and len(ins[0]) == 1 else None
+        return None
+
+
+ELEMENTWISE_SHAPE_OF_A = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Equal", "Less",
+                                    "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"})
+
+
+def _rule(node: NodeProto) -> str:
+    for attr in node.attribute:
+        if attr.name == "auto_broadcast":
+            rule = attr.s.decode().lower()
+            return "none" if rule == "explicit" else rule
+    return "numpy"
+
+
+def _clamped(start: int, end: int, n: int) -> tuple[int, int]:
+    start = start + n if start < 0 else start
+    end = end + n if end < 0 else end
+    return max(0, min(n, start)), max(0, min(n, end))

@@ -1,0 +1,261 @@
+"""Models whose tensors live in external data files: where the files are, safely, without reading the weights."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import onnx
+from onnx import ModelProto, TensorProto
+from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+from onnx_bcast.model.walk import all_node_lists
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
+
+logger = logging.getLogger("onnx_bcast.model.external_data")
+
+#: the metadata entry that says which folder a model's external data locations are relative to (set when a model is
+#: loaded from a path; ``save_model`` and sessions read it; never written to a file by ``save_model``)
+FOLDER_KEY = "onnx_bcast.external_data_folder"
+#: an int32/int64 tensor of rank 0 or 1 and at most this many bytes is read from its file when the model is loaded:
+#: shape-like inputs (targets, axes) are what the rules and shape inference read the values of
+SMALL_CONSTANT_BYTES = 4096
+_INTS = (TensorProto.INT64, TensorProto.INT32)
+ORT_FOLDER_CONFIG = "session.model_external_initializers_file_folder_path"
+
+
+class UnsafeLocation(ValueError):
+    """An external data location that points outside the model's folder (absolute, or with '..')."""
+
+
+def all_tensors(model: ModelProto) -> Iterator[TensorProto]:
+    """Every tensor the model holds: initializers (sparse ones' values and indices) and attribute tensors, in
+    every graph and function."""
+    for container, _ in all_node_lists(model):
+        yield from getattr(container, "initializer", [])
+        for sparse in getattr(container, "sparse_initializer", []):
+            yield sparse.values
+            yield sparse.indices
+        for node in container.node:
+            for attr in node.attribute:
+                if attr.HasField("t"):
+                    yield attr.t
+                yield from attr.tensors
+
+
+def external_tensors(model: ModelProto) -> list[TensorProto]:
+    """The tensors whose data is in external files."""
+    return [tensor for tensor in all_tensors(model) if uses_external_data(tensor)]
+
+
+def location_of(tensor: TensorProto) -> str:
+    """The file name an external tensor refers to (relative to its model's folder)."""
+    return next((entry.value for entry in tensor.external_data if entry.key == "location"), "")
+
+
+def checked_file(folder: Path, location: str, where: str) -> Path:
+    """``folder / location``, refused (``UnsafeLocation`` naming ``where``) unless it stays inside ``folder``."""
+    folder = folder.resolve()
+    target = (folder / location).resolve()
+    if not location or Path(location).is_absolute() or folder not in target.parents:
+        raise UnsafeLocation(f"{where}: external data location {location!r} points outside the model's folder")
+    return target
+
+
+def check_locations(model: ModelProto, folder: Path, where: str) -> list[str]:
+    """The distinct locations the model's tensors refer to, each checked to stay inside ``folder``."""
+    locations = sorted({location_of(tensor) for tensor in external_tensors(model)})
+    for location in locations:
+        checked_file(folder, location, where)
+    return locations
+
+
+def read_small_constants(model: ModelProto, folder: Path) -> int:
+    """The values of the small integer tensors (shape-like inputs) read from their files into the model, so that
+    shape inference and the rules see them; every other tensor stays a reference. Returns how many were read."""
+    count = 0
+    for tensor in external_tensors(model):
+        if tensor.data_type not in _INTS or len(tensor.dims) > 1:
+            continue
+        info = ExternalDataInfo(tensor)
+        size = info.length or (8 if tensor.data_type == TensorProto.INT64 else 4) * math.prod(tensor.dims)
+        if size > SMALL_CONSTANT_BYTES:
+            continue
+        with open(checked_file(folder, info.location, str(folder)), "rb") as file:
+            file.seek(info.offset or 0)
+            data = file.read(size)
+        if len(data) != size:
+            raise UnsafeLocation(f"{folder / info.location}: holds {len(data)} bytes at offset {info.offset or 0} "
+                                 f"for tensor {tensor.name!r}, which says it has {size}")
+        tensor.raw_data = data
+        del tensor.external_data[:]
+        tensor.data_location = TensorProto.DEFAULT
+        count += 1
+    return count
+
+
+def set_folder(model: ModelProto, folder: Path | None) -> None:
+    """Record (None: forget) the folder that the model's external data locations are relative to."""
+    entries = [entry for entry in model.metadata_props if entry.key != FOLDER_KEY]
+    if folder is not None:
+        entries.append(onnx.StringStringEntryProto(key=FOLDER_KEY, value=str(Path(folder).resolve())))
+    del model.metadata_props[:]
+    model.metadata_props.extend(entries)
+
+
+def folder_of(model: ModelProto) -> Path | None:
+    """The folder recorded by ``set_folder`` (a model loaded from a path by onnx-bcast), or None."""
+    value = next((entry.value for entry in model.metadata_props if entry.key == FOLDER_KEY), None)
+    return Path(value) if value else None
+
+
+def has_external_data(model: ModelProto) -> bool:
+    """Whether any tensor of the model refers to an external file."""
+    return any(uses_external_data(tensor) for tensor in all_tensors(model))
+
+
+def ort_options(model: ModelProto, options: ort.SessionOptions) -> ort.SessionOptions:
+    """``options`` set so that ONNX Runtime, given ``model``'s bytes, reads (memory-maps) its external data from
+    the folder it was loaded from: the weights never pass through Python."""
+    folder = folder_of(model)
+    if folder is not None and has_external_data(model):
+        options.add_session_config_entry(ORT_FOLDER_CONFIG, str(folder))
+    return options
+
+
+def session_bytes(model: ModelProto) -> bytes:
+    """The bytes ONNX Runtime is given: the model without the folder entry (it is for onnx-bcast only)."""
+    if folder_of(model) is None:
+        return model.SerializeToString()
+    copy = ModelProto()
+    copy.CopyFrom(model)  # the graph only: the weights are references
+    set_folder(copy, None)
+    return copy.SerializeToString()
+
+
+def place(locations: list[str], source: Path, target: Path, staging: Path) -> list[tuple[Path, Path]]:
+    """The data files ``locations`` (in ``source``) made available in folder ``target``: nothing to do where the
+    folders are the same (the output refers to the input's files); else a copy made in ``staging`` (a folder beside
+    ``target``): a reflink where the file system can share the blocks, else the data regions only (a sparse file
+    stays sparse), never through Python's memory. Returns the (staged, final) pairs to move into place. A different
+    file of the same name already in ``target`` is an error: it is not overwritten.
+
+    Not hard links: onnx (1.18 and later) refuses to read external data from a file with several links, as a
+    possible hard-link attack. Not symbolic links: onnx, ONNX Runtime and onnx-bcast refuse data outside the
+    model's folder."""
+    moves = []
+    source, target = source.resolve(), target.resolve()
+    for location in locations:
+        original = checked_file(source, location, str(source))
+        final = checked_file(target, location, str(target))
+        if final.exists() and os.path.samefile(final, original):
+            continue  # the same folder: the output refers to the file itself
+        if final.exists():
+            raise FileExistsError(errno.EEXIST, f"{final} exists and is not the input's data file {original}; "
+                                                "write the model to another folder", str(final))
+        staged = staging / location
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        how = copy_file(original, staged)
+        logger.info("copied %s to %s (%s)", original, final, how)
+        moves.append((staged, final))
+    return moves
+
+
+_FICLONE = 0x40049409  # Linux's ioctl that makes a file share another's blocks (btrfs, xfs, ...)
+
+
+def copy_file(source: Path, target: Path) -> str:
+    """``source`` copied to a new file ``target`` in the kernel: a reflink where the file system allows, else its
+    data regions (holes stay holes), else a plain copy. Returns which."""
+    with open(source, "rb") as src, open(target, "xb") as dst:
+        try:
+            import fcntl
+
+            fcntl.ioctl(dst.fileno(), _FICLONE, src.fileno())
+            return "reflink"
+        except (ImportError, OSError):
+            pass
+        size = os.fstat(src.fileno()).st_size
+        if hasattr(os, "SEEK_DATA") and hasattr(os, "copy_file_range"):
+            try:
+                _copy_data_regions(src.fileno(), dst.fileno(), size)
+                return "data regions"
+            except OSError:  # a file system without SEEK_DATA or copy_file_range: start again, plainly
+                dst.seek(0)
+                dst.truncate(0)
+        src.seek(0)
+        shutil.copyfileobj(src, dst, 16 * 1024 * 1024)
+        return "plain copy"
+
+
+def _copy_data_regions(src: int, dst: int, size: int) -> None:
+    position = 0
+    while position < size:
+        try:
+            start = os.lseek(src, position, os.SEEK_DATA)
+        except OSError as err:
+            if err.errno == errno.ENXIO:  # only a hole from here on
+                break
+            raise
+        end = os.lseek(src, start, os.SEEK_HOLE)
+        offset = start
+        while offset < end:
+            copied = os.copy_file_range(src, dst, end - offset, offset, offset)
+            if copied <= 0:
+                raise OSError(errno.EIO, "copy_file_range copied nothing")
+            offset += copied
+        position = end
+    os.ftruncate(dst, size)
+
+
+def with_data(model: ModelProto) -> ModelProto:
+    """``model`` itself if no tensor refers to external data, else a copy with the data read into it (for a
+    runtime that cannot read the files itself, such as ``onnx.reference``)."""
+    folder = folder_of(model)
+    if folder is None or not has_external_data(model):
+        return model
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    set_folder(copy, None)
+    onnx.load_external_data_for_model(copy, str(folder))
+    return copy
+
+
+@contextlib.contextmanager
+def graph_file(model: ModelProto) -> Iterator[Path]:
+    """A temporary model file of ``model``'s graph where its external data is found: for a runtime that reads
+    external data only beside a model file, and refuses links out of its folder (OpenVINO). The file is made in the
+    data's folder, hidden and removed afterwards; where that folder is read-only, in a temporary folder with copies
+    of the data files (``copy_file``: reflinks or data regions where the file system allows)."""
+    folder = folder_of(model) or Path.cwd()
+    data = session_bytes(model)
+    try:
+        handle, name = tempfile.mkstemp(prefix=".onnx_bcast_graph_", suffix=".onnx", dir=folder)
+    except OSError:
+        handle = -1
+    if handle >= 0:
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(data)
+            yield Path(name)
+        finally:
+            os.unlink(name)
+        return
+    with tempfile.TemporaryDirectory(prefix="onnx_bcast_graph_") as temporary:
+        path = Path(temporary) / "model.onnx"
+        path.write_bytes(data)
+        for location in sorted({location_of(tensor) for tensor in external_tensors(model)}):
+            copy = checked_file(Path(temporary), location, str(path))
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy_file(checked_file(folder, location, str(folder)), copy)
+        yield path

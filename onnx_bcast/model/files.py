@@ -1,0 +1,202 @@
+"""Reading and writing model files safely: size and location checks on load, atomic writes on save."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import onnx
+from onnx.external_data_helper import convert_model_to_external_data, uses_external_data
+
+from onnx_bcast.model import external_data
+
+logger = logging.getLogger("onnx_bcast.model.files")
+PROTOBUF_LIMIT = 2 * 1024**3 - 1
+
+
+class UnsafeModel(ValueError):
+    """A path we refuse to read as a model: a folder, a file that is not an ONNX model, or a model that asks for
+    something we refuse to do (e.g. read data outside its folder). The message starts with the path."""
+
+
+class ModelTooLarge(ValueError):
+    """A model that protobuf cannot hold in one message (2 GiB), even with its tensors as external data."""
+
+
+def _check_file_size(path: Path) -> None:
+    size = _stat_model_file(path).st_size
+    if size > PROTOBUF_LIMIT:
+        raise ModelTooLarge(f"{path}: the file is {size} bytes, over protobuf's limit of {PROTOBUF_LIMIT} bytes for "
+                            "one model; store its tensors as external data")
+
+
+def _stat_model_file(path: Path) -> os.stat_result:
+    """The file's status; a missing path is a FileNotFoundError and a folder an UnsafeModel, both naming it."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    except OSError as err:
+        raise UnsafeModel(f"{path}: cannot read it ({err.strerror or err})") from None
+    if path.is_dir():
+        raise UnsafeModel(f"{path}: is a directory, not an ONNX model file")
+    return status
+
+
+def _parse(path: Path) -> onnx.ModelProto:
+    """``onnx.load`` without external data; protobuf's and the OS's errors as one message naming the path."""
+    try:
+        return onnx.load(str(path), load_external_data=False)
+    except OSError as err:
+        raise UnsafeModel(f"{path}: cannot read it ({err.strerror or err})") from None
+    except Exception as err:  # protobuf's DecodeError and the like
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UnsafeModel(f"{path}: not an ONNX model (protobuf cannot parse it: {detail}; truncated or not an "
+                          ".onnx file?)") from None
+
+
+def _check_is_model(model: onnx.ModelProto, path: Path) -> None:
+    """Protobuf parses many truncated or foreign files without complaint; a model has an IR version and a graph."""
+    if model.ir_version <= 0 or not model.HasField("graph") or not model.opset_import:
+        missing = "IR version" if model.ir_version <= 0 else "graph" if not model.HasField("graph") else \
+            "opset import"
+        raise UnsafeModel(f"{path}: not an ONNX model (no {missing}; truncated or not an .onnx file?)")
+
+
+def load_model(model: str | os.PathLike | bytes | onnx.ModelProto) -> onnx.ModelProto:
+    """A ModelProto from a path, serialized bytes or a ModelProto (returned as it is).
+
+    A file is checked as ``onnx-bcast`` checks it: under protobuf's 2 GiB limit, parsed to a model with a graph,
+    external data read only from inside its folder. A missing file is a ``FileNotFoundError``, a folder or a file
+    that is not a model an ``UnsafeModel`` (a ``ValueError``), each naming the path; any other argument is a
+    ``TypeError``.
+    """
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, (bytes, bytearray)):
+        return onnx.load_from_string(bytes(model))
+    if not isinstance(model, (str, os.PathLike)):
+        raise TypeError(f"expected an onnx.ModelProto, a path or serialized bytes, got {type(model).__name__}")
+    return load_model_file(Path(os.fspath(model)))[0]
+
+
+def load_model_file(path: Path) -> tuple[onnx.ModelProto, bool]:
+    """Load a model's graph; its external data stays in its files, which must be inside the model's folder.
+
+    Only the small integer tensors (shape-like inputs) are read from them (``external_data.read_small_constants``);
+    the others stay references, and the model records its folder (``external_data.FOLDER_KEY``) so that sessions
+    and ``save_model`` find them. Returns the model and whether it had external data.
+    """
+    path = Path(path)
+    _check_file_size(path)
+    model = _parse(path)
+    _check_is_model(model, path)
+    folder = path.resolve().parent
+    try:
+        locations = external_data.check_locations(model, folder, str(path))
+    except external_data.UnsafeLocation as err:
+        raise UnsafeModel(str(err)) from None
+    if locations:
+        try:
+            read = external_data.read_small_constants(model, folder)
+        except external_data.UnsafeLocation as err:
+            raise UnsafeModel(str(err)) from None
+        except OSError as err:
+            raise UnsafeModel(f"{path}: cannot read its external data ({err.strerror or err})") from None
+        external_data.set_folder(model, folder)
+        logger.debug("%s: %d small constants read from external data; the other tensors stay in %s", path, read,
+                     ", ".join(locations))
+    logger.info("read %s: IR version %d, %d nodes in the main graph%s", path, model.ir_version,
+                len(model.graph.node), ", external data" if locations else "")
+    return model, bool(locations)
+
+
+def _size_without_external_data(model: onnx.ModelProto) -> int:
+    """The serialized size once the tensors marked external have their bytes moved out (raw_data is kept until then)."""
+    moved = sum(len(t.raw_data) for t in external_data.all_tensors(model) if uses_external_data(t))
+    return model.ByteSize() - moved
+
+
+def save_atomically(model: onnx.ModelProto, path: Path, external: bool = False) -> None:
+    """Write ``model`` to ``path`` so that a failure or a crash never leaves a file there (or a half-written one).
+
+    Tensors that refer to external data keep referring to their files, made available beside ``path`` under the
+    same names (``external_data.place``: the files themselves in the same folder, else copies, reflinked or sparse
+    where the file system allows); the input's files are never written. Inline tensors over 1 KiB go to a new
+    ``<name>.data`` (another name if that one is taken) when ``external`` or when the model is over protobuf's
+    2 GiB limit; then ``model``'s tensors are turned into external references in place. Everything is written
+    into a temporary folder beside ``path`` and renamed into place at the end; afterwards ``model`` refers to the
+    files beside ``path``. An OS error (a read-only folder, ``path`` a folder, a full disk) is an ``OSError``
+    naming ``path``, never the temporary files.
+    """
+    path = Path(path)
+    try:
+        _save_atomically(model, path, external)
+    except OSError as err:
+        reason = "it is a directory" if path.is_dir() else (err.strerror or type(err).__name__).lower()
+        raise OSError(f"{path}: cannot write the model ({reason}); nothing written") from err
+    logger.info("wrote %s", path)
+
+
+def _free_data_name(path: Path, taken: list[str]) -> str:
+    """``<name>.data``, or ``<name>.<k>.data`` where that is a data file the model already refers to."""
+    name, k = f"{path.name}.data", 1
+    while name in taken:
+        name, k = f"{path.name}.{k}.data", k + 1
+    return name
+
+
+def _save_atomically(model: onnx.ModelProto, path: Path, external: bool) -> None:
+    folder = path.parent.resolve()
+    source = external_data.folder_of(model)
+    locations = external_data.check_locations(model, source or folder, str(path))
+    if locations and source is None:
+        missing = [name for name in locations if not (folder / name).is_file()]
+        if missing:
+            raise ValueError(f"{path}: the model's tensors refer to external data files {missing} that are not "
+                             "beside it, and the model does not say where they are (load it with "
+                             "onnx_bcast.load_model, or onnx.load with its data); nothing written")
+    data_name = _free_data_name(path, locations)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    written = False
+    try:
+        moves = external_data.place(locations, source, folder, staging) if source is not None else []
+        tmp = staging / path.name
+        external_data.set_folder(model, None)  # for onnx-bcast only: not written
+        inline_out = (external and any(len(t.raw_data) >= 1024 for t in external_data.all_tensors(model))) or \
+            model.ByteSize() > PROTOBUF_LIMIT
+        if inline_out:
+            convert_model_to_external_data(model, all_tensors_to_one_file=True, location=data_name,
+                                           size_threshold=1024)
+            skeleton = _size_without_external_data(model)
+            if skeleton > PROTOBUF_LIMIT:
+                raise ModelTooLarge(f"{path}: the model is {skeleton} bytes without its large tensors, over "
+                                    f"protobuf's limit of {PROTOBUF_LIMIT} bytes; nothing written")
+            onnx.save_model(model, str(tmp), save_as_external_data=True, all_tensors_to_one_file=True,
+                            location=data_name, size_threshold=1024)
+        else:
+            onnx.save_model(model, str(tmp))
+        for staged, final in moves:
+            os.replace(staged, final)
+        if (staging / data_name).exists():
+            os.replace(staging / data_name, path.parent / data_name)
+        os.replace(tmp, path)
+        written = True
+    finally:
+        if written and external_data.has_external_data(model):
+            external_data.set_folder(model, folder)  # every file it refers to is now beside ``path``
+        elif source is not None:
+            external_data.set_folder(model, source)
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def save_model(model: onnx.ModelProto, path: str | os.PathLike) -> None:
+    """Write a model that ``onnx_bcast.convert`` (or ``prepare``) returned, with its data: tensors that refer to
+    the input's external data files keep referring to them, made available beside ``path`` (copies, reflinked or
+    sparse where the file system allows, where the folders differ; nothing where the folder is the input's), and a model
+    over protobuf's 2 GiB limit has its large inline tensors written to ``<name>.data``. The write is atomic
+    (nothing is left at ``path`` on failure) and never modifies the input's files."""
+    save_atomically(model, Path(os.fspath(path)))

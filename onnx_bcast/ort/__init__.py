@@ -1,0 +1,1 @@
+"""ONNX Runtime: sessions, our kernels through onnxruntime-extensions, the ONNX Runtime rule set, ``prepare``."""

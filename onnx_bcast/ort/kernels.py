@@ -1,0 +1,227 @@
+"""Registration of our kernels as onnxruntime-extensions Python ops, derived from the op table, once per process.
+
+Two forms of each op spec are registered:
+* the public op (domain ``onnx_bcast``), registered only so that plain ORT refuses a spec-form model when the
+  session is made, with a message naming ``REFUSAL_ATTR`` (run ``prepare`` first), instead of handing back an
+  empty tensor for invalid input.
+* the guarded op (domain ``onnx_bcast.ort``) of every op whose Python kernel moves the data, which
+  ``onnx_bcast.prepare`` emits: a second output, the status, feeds a ``Reshape`` of a one-element constant beside
+  the data path (so the data is never copied again). The status is ``[1]`` on success. When the kernel fails it
+  records the error, returns an empty tensor and the status ``[2, error_id]``, which cannot reshape one element,
+  so ORT fails the run cleanly (a Python exception, never an abort) and ``InferenceSession`` turns it back into
+  the recorded error.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from onnx import helper
+from onnxruntime_extensions import PyCustomOpDef, get_library_path
+
+from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.onnx_defs.schemas import DOMAIN, ELEMENTWISE_CHECK, GUARDED_DOMAIN
+from onnx_bcast.ops import OP_SPECS
+from onnx_bcast.ops.common import OpSpec, check_rank, zeros_inferred_dims
+from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment
+from onnx_bcast.ops.memory_guard import check_output_size
+from onnx_bcast.ort import bridge as ort_marshal
+from onnx_bcast.ort.process_state import record_error, state
+
+ERROR_SHAPE_MARK = 2  # the guarded status on failure is [ERROR_SHAPE_MARK, error_id]
+# A spec-form node in plain ORT could not fail a run cleanly (an exception in the bridge aborts the process), so it
+# would hand back an empty tensor on invalid input. Its registration requires this attribute, which no model has:
+# ORT refuses such a model when the session is made, quoting the name, which says what to do instead.
+REFUSAL_ATTR = "run_onnx_bcast_prepare_on_this_model_first"
+
+logger = logging.getLogger("onnx_bcast.ort")
+_I64 = PyCustomOpDef.dt_int64
+_ATTR_KIND = {"string": PyCustomOpDef.dt_string, "int": PyCustomOpDef.dt_int64}  # list attributes are not carried
+_GUARD_ATTRS = {"op": PyCustomOpDef.dt_string, "node": PyCustomOpDef.dt_string, "quiet": _I64,
+                "max_output_bytes": _I64}  # quiet=1: the caller raises the error; -1: the default limit
+# the types the bridge carries (16-bit floats abort it; strings are not practical as elementwise operands)
+_BRIDGE_TYPE = {"tensor(float)": PyCustomOpDef.dt_float, "tensor(double)": PyCustomOpDef.dt_double,
+                "tensor(int8)": PyCustomOpDef.dt_int8, "tensor(int16)": PyCustomOpDef.dt_int16,
+                "tensor(int32)": PyCustomOpDef.dt_int32, "tensor(int64)": _I64,
+                "tensor(uint8)": PyCustomOpDef.dt_uint8, "tensor(uint16)": PyCustomOpDef.dt_uint16,
+                "tensor(uint32)": PyCustomOpDef.dt_uint32, "tensor(uint64)": PyCustomOpDef.dt_uint64,
+                "tensor(bool)": PyCustomOpDef.dt_bool, "tensor(string)": PyCustomOpDef.dt_string}
+
+guarded_run = threading.local()  # set by InferenceSession.run: errors are raised, not only logged
+
+
+def _limit(attrs: dict[str, Any]) -> int | None:
+    """The session's output limit from a guarded node (-1 or absent: the environment's or the default)."""
+    value = int(attrs.get("max_output_bytes", -1))
+    return None if value < 0 else value
+
+
+def _value_inputs(spec: OpSpec) -> list[str]:
+    """The type parameters of the inputs whose values the kernel reads (not shapes, not shape-only inputs)."""
+    return [i.type_param for i in spec.inputs if i.type_param != "T_SHAPE" and not i.shape_only]
+
+
+def _bridge_attrs(spec: OpSpec) -> dict[str, int]:
+    return {a.name: _ATTR_KIND[a.kind] for a in spec.attrs if a.kind in _ATTR_KIND}
+
+
+def _log(error: BaseException, attrs: dict[str, Any]) -> None:
+    """A kernel error is logged unless the caller raises it (``InferenceSession``: ``quiet`` on the node).
+
+    The node attribute, not a thread-local, decides: under ORT's parallel execution mode kernels run on ORT's
+    pool threads, not on the thread that called ``run``.
+    """
+    if int(attrs.get("quiet", 0)) or getattr(guarded_run, "active", False):
+        logger.debug("%s", error)
+    else:
+        logger.error("%s", error)
+
+
+def _record(spec_name: str, mode: str, attrs: dict[str, Any], exc: BaseException, mode_attr: str = "mode") -> int:
+    """Keep a kernel's error (a BroadcastError naming the node) for the caller; returns its id."""
+    if isinstance(exc, BroadcastError):
+        error = exc.with_node(attrs.get("node") or exc.node)
+    else:
+        error = BroadcastError(attrs.get("op", spec_name), mode, f"kernel failed: {type(exc).__name__}: {exc}",
+                               attrs.get("node") or None, mode_attr=mode_attr)
+        error.__cause__ = exc
+    error_id = record_error(error)
+    if getattr(guarded_run, "active", False):
+        guarded_run.error_id = error_id  # the fallback when another node fails the run first
+    _log(error, attrs)
+    return error_id
+
+
+def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any]) -> Callable[..., Any]:
+    shape_only = [i for i, formal in enumerate(spec.inputs) if formal.shape_only]
+    several = len(spec.outputs) > 1
+
+    def kernel(inputs: list[np.ndarray], attrs: dict[str, Any]) -> Any:
+        try:
+            values: Any = inputs
+            if shape_only:  # the guarded form passes Shape(input): a zero-copy stand-in of that shape
+                values = list(inputs)
+                for i in shape_only:
+                    dims = tuple(int(d) for d in inputs[i].tolist())
+                    name = spec.inputs[i].name  # numpy makes no stand-in past 64 dims: say so as every rule does
+                    check_rank(spec.name, str(spec.mode_of(attrs)), name, dims, f"{name} {fmt_shape(dims)}",
+                               spec.mode_attr)
+                    values[i] = np.broadcast_to(np.zeros((), np.bool_), dims)
+            out = spec.kernel(values, attrs, _limit(attrs))
+        except BaseException as exc:  # an exception here would abort the process: never let one through
+            error_id = _record(spec.name, str(spec.mode_of(attrs)), attrs, exc, spec.mode_attr)
+            empties = (np.zeros((0,), dtype=empty_dtype(inputs[0])),) * len(spec.outputs)
+            if guarded:  # each output's status: a shape its empty stand-in cannot take
+                return (*empties, *[np.array([ERROR_SHAPE_MARK, error_id], dtype=np.int64)] * len(empties))
+            return empties if several else empties[0]
+        if guarded:  # each output's status: its own shape, which the Reshape after the kernel takes
+            outs = out if several else (out,)
+            return (*outs, *[np.asarray(np.shape(o), dtype=np.int64) for o in outs])
+        return out
+    kernel.__name__ = f"{spec.name}_{'guarded' if guarded else 'public'}_kernel"
+    return kernel
+
+
+def bridge_signatures(spec: OpSpec) -> list[tuple[str, ...]]:
+    """The ONNX types of the value inputs, one tuple per registration of ``spec``'s Python ops.
+
+    Inputs of one type parameter share a type; two parameters (Pow's base ``T`` and exponent ``T1``) take every
+    pair the bridge carries. A shape-only input (``BroadcastLikeV0``'s ``like_arg``) keeps the first input's type
+    in the public form.
+    """
+    constraints = dict(spec.type_constraints)
+    kinds = _value_inputs(spec)
+    if len(set(kinds)) == 2 and spec.family == "elementwise":
+        return [(t, t1) for t in constraints[kinds[0]] if t in _BRIDGE_TYPE
+                for t1 in constraints[kinds[1]] if t1 in _BRIDGE_TYPE]
+    return [(t,) * len(kinds) for t in constraints[kinds[0]]
+            if t in _BRIDGE_TYPE and all(t in constraints[k] for k in kinds)]
+
+
+def bridge_types(spec: OpSpec) -> list[str]:
+    """The types of the first value input that ``spec``'s Python ops are registered for."""
+    return sorted({signature[0] for signature in bridge_signatures(spec)})
+
+
+def elementwise_bridge_types(op: str) -> list[str]:
+    """The ONNX types the public elementwise op ``op`` runs with in plain ORT (one registration each)."""
+    return bridge_types(next(s for s in OP_SPECS if s.name == op))
+
+
+def _declare(domain: str, spec: OpSpec, guarded: bool) -> None:
+    """One registration per type the bridge carries, so that ORT refuses any other type when the session is made
+    (data of a type the bridge cannot carry would abort the process when the node runs)."""
+    boolean_out = spec.output_type_param != spec.inputs[0].type_param
+    attrs = {**_bridge_attrs(spec), **(_GUARD_ATTRS if guarded else {REFUSAL_ATTR: PyCustomOpDef.dt_string})}
+    for signature in bridge_signatures(spec):
+        value_types = iter(_BRIDGE_TYPE[t] for t in signature)
+        dt = _BRIDGE_TYPE[signature[0]]
+        inputs = [_I64 if formal.type_param == "T_SHAPE" or (guarded and formal.shape_only)
+                  else dt if formal.shape_only else next(value_types) for formal in spec.inputs]
+        out = PyCustomOpDef.dt_bool if boolean_out else dt
+        outputs = [out] * len(spec.outputs) + ([_I64] * len(spec.outputs) if guarded else [])
+        ort_marshal.declare(f"{domain}::{spec.name}", inputs, outputs, attrs,
+                            _kernel(spec, guarded, lambda x, b=boolean_out: np.bool_ if b else x.dtype))
+
+
+def failure_shape(error_id: int, b_size: int) -> np.ndarray:
+    """A shape no tensor of ``b_size`` elements can take, carrying the error id: [2, id] (or [2, id, 3])."""
+    shape = [ERROR_SHAPE_MARK, error_id]
+    if b_size == ERROR_SHAPE_MARK * error_id:
+        shape.append(3)
+    return np.asarray(shape, dtype=np.int64)
+
+
+def elementwise_check(a_shape: np.ndarray, b_shape: np.ndarray, **attrs: Any) -> np.ndarray:
+    """The guarded check: the shape B takes so that numpy broadcasting applies the rule, or a failure shape."""
+    op = attrs.get("op", "Add")
+    a, b = tuple(int(v) for v in a_shape.tolist()), tuple(int(v) for v in b_shape.tolist())
+    try:
+        rule = canonical_rule(attrs.get("auto_broadcast", "numpy"), op)
+        axis = int(attrs.get("axis", -1))
+        out_shape = elementwise_shape(a, b, auto_broadcast=rule, axis=axis, op=op)
+        elem = int(attrs.get("elem_type", 0))
+        if elem:  # the standard op allocates the output: the memory guard applies before it does
+            check_output_size(op, rule, out_shape, helper.tensor_dtype_to_np_dtype(elem), _limit(attrs),
+                              mode_attr="auto_broadcast")
+        aligned = pdpd_alignment(a, b, axis, op) if rule == "pdpd" else b
+        if 0 in aligned and aligned != b and not int(attrs.get("allowzero", 1)):
+            # before opset 14 a 0 in Reshape's shape copies the input's dim: the first 0 becomes -1 (inferred as 0,
+            # B being empty) and any other a 1, which the op's broadcasting against A's 0 there makes 0 again
+            aligned = zeros_inferred_dims(aligned)
+        return np.asarray(aligned, dtype=np.int64)
+    except BaseException as exc:  # never let an exception reach the bridge: it would abort the process
+        if not isinstance(exc, BroadcastError):
+            exc = BroadcastError(op, str(attrs.get("auto_broadcast", "")),
+                                 f"shape check failed: {type(exc).__name__}: {exc}", mode_attr="auto_broadcast")
+        error_id = _record(op, str(attrs.get("auto_broadcast", "")), attrs, exc, "auto_broadcast")
+        return failure_shape(error_id, int(np.prod(b, dtype=object)) if b else 1)
+
+
+def register() -> None:
+    """Register every op with onnxruntime-extensions, exactly once per process (reload-safe)."""
+    st = state()
+    if st.registered:
+        return
+    ort_marshal.install()
+    with st.lock:
+        if st.registered:
+            return
+        for spec in OP_SPECS:
+            _declare(DOMAIN, spec, guarded=False)
+            _declare(GUARDED_DOMAIN, spec, guarded=True)
+        check_attrs = {**_GUARD_ATTRS, "auto_broadcast": PyCustomOpDef.dt_string, "axis": _I64, "allowzero": _I64,
+                       "elem_type": _I64}
+        ort_marshal.declare(f"{GUARDED_DOMAIN}::{ELEMENTWISE_CHECK}", [_I64, _I64], [_I64], check_attrs,
+                            lambda inputs, attrs: elementwise_check(*inputs, **attrs))
+        st.registered = True
+
+
+def library_path() -> str:
+    """The onnxruntime-extensions library that carries our ops, with the ops registered."""
+    register()
+    return get_library_path()

@@ -1,0 +1,194 @@
+"""ONNX Runtime sessions for models that use onnx_bcast ops."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Any
+
+import onnxruntime as ort
+from onnx import ModelProto
+
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.importers.legacy_onnx import imported_if_legacy
+from onnx_bcast.lowering.declaring import declare, node_label
+from onnx_bcast.model import external_data
+from onnx_bcast.model.files import load_model
+from onnx_bcast.model.walk import node_lists
+from onnx_bcast.onnx_defs import schemas
+from onnx_bcast.ort import kernels as ort_ops
+from onnx_bcast.ort.prepare import prepare
+from onnx_bcast.ort.process_state import take_error
+
+logger = logging.getLogger("onnx_bcast.ort.session")
+# the guard's or the elementwise check's failure shape: [2, error id] or [2, error id, 3]
+_FAILED_NODE = re.compile(r"Name:'(.+?)' Status Message|Node \((.+?)\) Op \(")  # ORT names the failing node
+_FAILURE = re.compile(r"requested shape:\{" + str(ort_ops.ERROR_SHAPE_MARK) + r",(\d+)(?:,\d+)?\}")
+
+
+def session_options(options: ort.SessionOptions | None = None) -> ort.SessionOptions:
+    """Session options with onnxruntime-extensions and our ops registered (a new object when None)."""
+    options = options if options is not None else ort.SessionOptions()
+    options.register_custom_ops_library(ort_ops.library_path())
+    return options
+
+
+class InferenceSession(ort.InferenceSession):
+    """An ``onnxruntime.InferenceSession`` for models with onnx_bcast ops; bad runtime input raises
+    ``BroadcastError`` from ``run`` and leaves the session usable.
+
+    ``backend="numpy"`` (the default) runs our ops as onnxruntime-extensions Python ops on numpy kernels;
+    ``backend="native"`` runs the guarded standard lowering (``convert``) in plain ONNX Runtime, with no Python in
+    the run loop. Both raise the same ``BroadcastError``: when a native guard fails, the numpy backend runs the
+    same inputs once to say exactly what was wrong.
+    """
+
+    def __init__(self, model: str | os.PathLike | bytes | ModelProto, sess_options: ort.SessionOptions | None = None,
+                 providers: list[Any] | None = None, *, backend: str = "numpy", max_output_bytes: int | None = None,
+                 **kwargs: Any) -> None:
+        """``max_output_bytes`` limits every broadcast output of this session (default: the environment's
+        ``ONNX_BCAST_MAX_OUTPUT_BYTES``, else half of the machine's memory; the numpy backend only)."""
+        if backend not in ("numpy", "native"):
+            raise ValueError(f"backend must be 'numpy' or 'native', got {backend!r}")
+        schemas.register()
+        self.backend = backend
+        # a legacy model (default-domain opset 1-6) runs as imported; its errors name the legacy nodes
+        self.source_model, self._legacy = imported_if_legacy(load_model(model))
+        self._max_output_bytes = max_output_bytes
+        self._explainer: InferenceSession | None = None
+        self._labels: set[str] | None = None
+        options = sess_options
+        if options is None:
+            options = ort.SessionOptions()
+            options.log_severity_level = 4  # a failed run is raised as a Python error, not also logged by ORT
+        providers = providers or ["CPUExecutionProvider"]
+        if backend == "native":
+            from onnx_bcast.convert import convert
+
+            try:
+                self.prepared_model = convert(self.source_model)
+            except BroadcastError:
+                # the converter proves from ranks alone that every input fails: the numpy backend, if it can
+                # make a session, fails each run with the message it gives (else its error is raised here)
+                self.backend = "numpy"
+                self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes)
+                self._load(session_options(options), providers, **kwargs)
+                return
+            try:
+                self._load(options, providers, **kwargs)
+                return
+            except Exception as exc:
+                node = failed_node(exc)
+                if node is None or self._our_label(node) is None:
+                    raise
+                # ORT folded one of our checks to a constant failure: every input fails. The numpy backend runs
+                # instead, so that each run raises the same error the numpy backend gives.
+                logger.debug("native form refused when loaded (%s); running the numpy backend", exc)
+                self.backend = "numpy"
+        self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes)
+        self._load(session_options(options), providers, **kwargs)
+
+    def _load(self, options: ort.SessionOptions, providers: list[Any], **kwargs: Any) -> None:
+        """ONNX Runtime's session of ``prepared_model``: given its graph as bytes, and the folder of its external
+        data, which ONNX Runtime reads (memory-maps) itself: the weights never pass through Python."""
+        super().__init__(external_data.session_bytes(self.prepared_model),
+                         sess_options=external_data.ort_options(self.prepared_model, options), providers=providers,
+                         **kwargs)
+
+    def run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> list[Any]:
+        """Like ``onnxruntime.InferenceSession.run``; an invalid broadcast raises ``BroadcastError``."""
+        try:
+            return self._run(output_names, input_feed, run_options)
+        except BroadcastError as err:
+            if self._legacy is None:
+                raise
+            raise self._legacy.explain(err) from None
+
+    def _run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: Any) -> list[Any]:
+        if self.backend == "native":
+            try:
+                return super().run(output_names, input_feed, run_options)
+            except Exception as exc:
+                node = failed_node(exc)
+                label = self._our_label(node) if node is not None else None
+                explained = self._explain(label, failed_guard(exc), input_feed)
+                if explained is None:
+                    raise
+                raise explained from None
+        run_state = ort_ops.guarded_run
+        run_state.active, run_state.error_id = True, None
+        try:
+            return super().run(output_names, input_feed, run_options)
+        except Exception as exc:
+            recorded = _recorded_error(exc, ort_ops.guarded_run.error_id)
+            if recorded is None:
+                guard = failed_guard(exc)  # a check in standard ops before a kernel (e.g. rank at most 64)
+                if guard is None:
+                    raise
+                recorded = guard_error(self.source_model, *guard)
+            raise recorded from None
+        finally:
+            run_state.active, run_state.error_id = False, None
+
+    def _our_label(self, node: str) -> str | None:
+        """The label of our node whose rewrite holds the ORT node ``node`` (its name, or ``<label>/...``)."""
+        if self._labels is None:
+            self._labels = {node_label(n, i) for entry in node_lists(self.source_model)
+                            for i, n in enumerate(entry.container.node) if n.domain == schemas.DOMAIN}
+        head = node.split("/", 1)[0]
+        return node if node in self._labels else head if head in self._labels else None
+
+    def _explain(self, label: str | None, guard: tuple[str, str] | None, input_feed: dict[str, Any]
+                 ) -> BroadcastError | None:
+        """The numpy backend's error on the same inputs (the same message); else, for a failure at one of our
+        nodes (``label``), its guard's rule; else None (a failure that is not ours: raised as it is).
+
+        Any failed run is asked about, not only those at nodes named after ours: ORT may run a standard op's
+        function body (e.g. ``LessOrEqual`` of float16), whose nodes have no name to trace back.
+        """
+        if self._explainer is None:
+            self._explainer = InferenceSession(self.source_model, backend="numpy",
+                                               max_output_bytes=self._max_output_bytes)
+        try:
+            self._explainer.run(None, input_feed)
+        except BroadcastError as err:
+            return err
+        except Exception:  # the numpy backend fails otherwise too: not a broadcast error
+            return None
+        if label is None:
+            return None
+        return guard_error(self.source_model, *(guard or (label, "the standard form failed")))
+
+
+def failed_node(exc: BaseException) -> str | None:
+    """The name of the node whose failure ONNX Runtime reports (at run time, or in its run-time inference)."""
+    match = _FAILED_NODE.search(str(exc))
+    return (match.group(1) or match.group(2)) if match else None
+
+
+def failed_guard(exc: BaseException) -> tuple[str, str] | None:
+    """(node, rule) of the run-time check that failed, from ONNX Runtime's message naming the guard node."""
+    name = failed_node(exc)
+    if name is None or "/guard: " not in name:
+        return None
+    label, rule = name.split("/guard: ", 1)
+    return label, rule
+
+
+def guard_error(model: ModelProto, label: str, rule: str) -> BroadcastError:
+    """A BroadcastError for a failed guard of our node ``label``: its op and mode from the model."""
+    for entry in node_lists(model):
+        for index, node in enumerate(entry.container.node):
+            if node.domain == schemas.DOMAIN and node_label(node, index) == label:
+                declared = declare(node, index)
+                return declared.fail(f"run-time check failed: {rule}")
+    return BroadcastError(schemas.DOMAIN, "", f"run-time check failed: {rule}", label)
+
+
+def _recorded_error(exc: BaseException, this_thread_error: int | None) -> BaseException | None:
+    """The kernel error behind a failed run: named in the guard's message, else recorded on this thread."""
+    match = _FAILURE.search(str(exc))
+    if match:
+        return take_error(int(match.group(1)))
+    return take_error(this_thread_error) if this_thread_error is not None else None
