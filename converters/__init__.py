@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from onnx_bcast.converters import backprop, broadcast_explicit, broadcast_to_target, broadcast_v0, elementwise
-from onnx_bcast.lowering.engine import RuleSet
 from onnx_bcast.lowering.expand_elision import ExpandElision
+from onnx_bcast.lowering.rules import RuleSet
 
 
 def _rules(guards: bool) -> dict:

@@ -18,7 +18,8 @@ from onnx_bcast.converters.backprop_guards import (
     unbroadcast_conditions,
 )
 from onnx_bcast.converters.gradient_sums import sum_to
-from onnx_bcast.converters.guards import Guard, pdpd_start
+from onnx_bcast.converters.guards import Guard
+from onnx_bcast.converters.mode_guards import pdpd_start
 from onnx_bcast.converters.shape_inputs import int64_input
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.lowering.binding import Bound

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from onnx_bcast.converters.guards import Guard, mode_conditions, pdpd_start
+from onnx_bcast.converters.guards import Guard
+from onnx_bcast.converters.mode_guards import mode_conditions, pdpd_start
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.ops.common import MAX_RANK

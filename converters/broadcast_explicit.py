@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onnx_bcast.converters.guards import checked_target
+from onnx_bcast.converters.mode_guards import checked_target
 from onnx_bcast.converters.shape_inputs import int64_input
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter

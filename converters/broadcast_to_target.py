@@ -6,7 +6,7 @@ data must reach the target's last axis, so aligning it at ``axis`` is the same r
 
 from __future__ import annotations
 
-from onnx_bcast.converters.guards import checked_target
+from onnx_bcast.converters.mode_guards import checked_target
 from onnx_bcast.converters.shape_inputs import int64_input
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter

@@ -11,8 +11,6 @@ from onnx_bcast.converters import BARE, STANDARD
 from onnx_bcast.lowering.engine import Lowered, Progress, lower
 from onnx_bcast.model.files import load_model
 
-ConversionReport = Lowered  # what a conversion rewrote: ``lines()`` and counts per (op, mode)
-
 
 def convert_with_report(model: str | os.PathLike | bytes | ModelProto, *, opset: int | None = None,
                         guards: bool = True, progress: Progress | None = None) -> tuple[ModelProto, Lowered]:

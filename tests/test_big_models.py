@@ -19,8 +19,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_bcast
-from onnx_bcast.model import external_data
-from onnx_bcast.model import files as model_io
+from onnx_bcast.model import external_data, files
 
 DOMAIN = "onnx_bcast"
 OURS = [helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)]
@@ -125,7 +124,7 @@ def test_sessions_run_from_the_file(layers: Layers, backend: str) -> None:
 
 
 def test_load_reads_only_the_small_int_constants(layers: Layers) -> None:
-    model = model_io.load_model(layers.path)
+    model = files.load_model(layers.path)
     _no_inline_weights(model)
     read = {t.name: numpy_helper.to_array(t).tolist() for t in model.graph.initializer if t.raw_data}
     assert read == {"target": [2, layers.c], "axes": [1]}
@@ -276,7 +275,7 @@ def test_over_2_gib_converts_and_runs(tmp_path: Path) -> None:
     values = rng.standard_normal((len(picked), cols)).astype(F32)
     bias = rng.standard_normal(cols).astype(F32)
     size = rows * cols * 4
-    assert size > model_io.PROTOBUF_LIMIT
+    assert size > files.PROTOBUF_LIMIT
     with open(folder / "big.bin", "wb") as file:
         for row, value in zip(picked, values, strict=True):
             file.seek(int(row) * cols * 4)

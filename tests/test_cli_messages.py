@@ -17,7 +17,7 @@ from onnx import TensorProto, helper
 
 import onnx_bcast
 from onnx_bcast.cli import main as cli
-from onnx_bcast.model import files as model_io
+from onnx_bcast.model import files
 from onnx_bcast.models import MODELS_DIR
 
 DOMAIN = "onnx_bcast"
@@ -118,7 +118,7 @@ def test_a_failed_write_names_the_output_not_the_temporary_file(tmp_path: Path, 
     def refuse(*args: object, **kwargs: object) -> str:
         raise PermissionError(13, "Permission denied", str(tmp_path / ".out.onnx.84_6u2im.tmp"))
 
-    monkeypatch.setattr(model_io.tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(files.tempfile, "mkdtemp", refuse)
     assert cli.main(["convert", str(source), "-o", str(tmp_path / "out.onnx")]) == 1
     err = capsys.readouterr().err
     assert err == f"onnx-bcast convert: {tmp_path / 'out.onnx'}: cannot write the model (permission denied); " \
@@ -295,7 +295,7 @@ def test_inference_session_on_a_directory_or_a_truncated_file_names_it(tmp_path:
     data = NCHW_BIAS.read_bytes()
     truncated.write_bytes(data[:len(data) // 2])
     for path, what in ((tmp_path, "is a directory, not an ONNX model file"), (truncated, "not an ONNX model")):
-        with pytest.raises(model_io.UnsafeModel) as caught:
+        with pytest.raises(files.UnsafeModel) as caught:
             onnx_bcast.InferenceSession(path)
         assert str(caught.value).startswith(f"{path}: {what}"), caught.value
         assert isinstance(caught.value, ValueError)

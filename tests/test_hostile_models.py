@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from onnx_bcast.cli import main as cli
-from onnx_bcast.model import files as model_io
+from onnx_bcast.model import files
 from tests.test_ort_failures import REPO_ROOT, run_child
 
 vi = helper.make_tensor_value_info
@@ -124,7 +124,7 @@ def _write_models(folder: Path) -> dict[str, Path]:
     (folder / "over_2gib").mkdir()
     paths["over_2gib"] = folder / "over_2gib" / "model.onnx"
     paths["over_2gib"].write_bytes(valid)
-    os.truncate(paths["over_2gib"], model_io.PROTOBUF_LIMIT + 2)  # sparse: no disk blocks, never read
+    os.truncate(paths["over_2gib"], files.PROTOBUF_LIMIT + 2)  # sparse: no disk blocks, never read
     return paths
 
 
@@ -141,7 +141,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
             snap[str(path)] = "link:" + os.readlink(path)
         elif path.is_file():
             size = path.stat().st_size
-            snap[str(path)] = f"size:{size}" if size > model_io.PROTOBUF_LIMIT else hashlib.sha256(
+            snap[str(path)] = f"size:{size}" if size > files.PROTOBUF_LIMIT else hashlib.sha256(
                 path.read_bytes()).hexdigest()
     return snap
 
@@ -187,7 +187,7 @@ def test_cli_one_line_error_nothing_written(models: dict[str, Path], tmp_path: P
 API_CHILD = '''
 import sys
 import onnx_bcast
-from onnx_bcast.model import files as model_io
+from onnx_bcast.model import files
 from onnx_bcast.convert import convert
 from onnx_bcast.random_inputs import random_feeds
 
@@ -198,11 +198,11 @@ def session_then_run(path):
 records = {}
 for name, path in PATHS.items():
     if name == "over_2gib":  # a real 2 GiB read would take seconds: the same check on a small file
-        model_io.PROTOBUF_LIMIT = 100
+        files.PROTOBUF_LIMIT = 100
         path = PATHS["unknown_mode"]
     records[name] = {"api_session": attempt(lambda: session_then_run(path)),
                      "api_convert": attempt(lambda: len(convert(path).graph.node))}
-    model_io.PROTOBUF_LIMIT = 2 * 1024**3 - 1
+    files.PROTOBUF_LIMIT = 2 * 1024**3 - 1
 emit(records)
 '''
 
@@ -248,8 +248,8 @@ def test_convert_over_limit_writes_external_data(tmp_path: Path, monkeypatch: py
     source.parent.mkdir()
     target.parent.mkdir()
     onnx.save(_big_weight_model(), source)
-    monkeypatch.setattr(model_io, "PROTOBUF_LIMIT", 10_000)
-    monkeypatch.setattr(model_io, "_check_file_size", lambda path: None)  # the input is over the lowered limit too
+    monkeypatch.setattr(files, "PROTOBUF_LIMIT", 10_000)
+    monkeypatch.setattr(files, "_check_file_size", lambda path: None)  # the input is over the lowered limit too
     assert cli.main(["convert", str(source), "-o", str(target)]) == 0
     assert sorted(p.name for p in target.parent.iterdir()) == ["converted.onnx", "converted.onnx.data"]
     assert target.stat().st_size < 10_000
@@ -266,8 +266,8 @@ def test_convert_still_over_limit_without_tensors_is_refused(tmp_path: Path, mon
     out_dir.mkdir()
     onnx.save(_big_weight_model(), source)
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
-    monkeypatch.setattr(model_io, "PROTOBUF_LIMIT", 50)
-    monkeypatch.setattr(model_io, "_check_file_size", lambda path: None)
+    monkeypatch.setattr(files, "PROTOBUF_LIMIT", 50)
+    monkeypatch.setattr(files, "_check_file_size", lambda path: None)
     assert cli.main(["convert", str(source), "-o", str(out_dir / "converted.onnx")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "over protobuf's limit of 50 bytes; nothing written" in err[0], err
@@ -282,8 +282,8 @@ def test_a_file_cut_right_after_the_graph_is_not_a_model(tmp_path: Path) -> None
     cut.graph.CopyFrom(source.graph)
     path = tmp_path / "cut.onnx"
     path.write_bytes(cut.SerializeToString())
-    with pytest.raises(model_io.UnsafeModel, match="not an ONNX model .no opset import"):
-        model_io.load_model_file(path)
+    with pytest.raises(files.UnsafeModel, match="not an ONNX model .no opset import"):
+        files.load_model_file(path)
     command = [sys.executable, "-m", "onnx_bcast", "convert", str(path), "-o", str(tmp_path / "o.onnx")]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "no opset import" in proc.stderr

@@ -12,6 +12,7 @@ from onnx import NodeProto
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.onnx_defs import schemas
+from onnx_bcast.onnx_defs.inference import attribute_value
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.broadcast import canonical_mode
 from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec
@@ -140,7 +141,7 @@ def read_attributes(node: NodeProto, spec: OpSpec, label: str) -> dict[str, Any]
         if attr.type != ATTR_PROTO_KIND[decl.kind]:
             kind = onnx.AttributeProto.AttributeType.Name(attr.type)
             raise BroadcastError(node.op_type, "", f"attribute {attr.name!r} must be {decl.kind}, got {kind}", label)
-        attrs[attr.name] = schemas.attribute_value(attr)
+        attrs[attr.name] = attribute_value(attr)
     missing = [name for name, value in attrs.items() if value is None]
     if missing:
         raise BroadcastError(node.op_type, "", f"missing required attribute(s) {missing}", label)

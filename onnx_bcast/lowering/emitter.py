@@ -6,23 +6,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-from onnx import NodeProto, TensorProto, helper, numpy_helper
+from onnx import NodeProto, TensorProto, numpy_helper
 
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.lowering.check_forms import CheckForms
 from onnx_bcast.lowering.node_build import make_node
+from onnx_bcast.lowering.shape_forms import ShapeForms
 from onnx_bcast.model.walk import NameGenerator
-from onnx_bcast.ops.common import MAX_RANK, zeros_inferred_dims
 from onnx_bcast.ops.elementwise import COMPARISONS, standard_form
 
 if TYPE_CHECKING:
     from onnx_bcast.lowering.expand_elision import ExpandElision
 
 
-_POISON = 2**28  # a failed check's token, per probe value: fits int32 (OpenVINO's int64), 3x no dim but 1 meets
-
-
-class Emitter:
-    """Collects the nodes (and initializers) that replace one onnx_bcast node."""
+class Emitter(CheckForms, ShapeForms):
+    """Collects the nodes (and initializers) that replace one onnx_bcast node (its bases: the check and shape forms)."""
 
     def __init__(self, names: NameGenerator, opset: int, node_name: str, op: str, mode: str,
                  allow_initializers: bool, final_name: str | None = None, mode_attr: str = "mode",
@@ -37,7 +35,8 @@ class Emitter:
         self.mode = mode
         self.mode_attr = mode_attr
         self.allow_initializers = allow_initializers
-        self.nodes: list[NodeProto] = []
+        self.nodes: list[NodeProto] = []  # what the rule writes (prune and elision read them)
+        self.serialized: list[bytes] = []  # what a replay writes instead: the same nodes, serialized
         self.initializers: list[TensorProto] = []
         self.domains: set[str] = set()  # the non-default domains of the nodes emitted
         self.elision: ExpandElision | None = None  # set where an Expand may be left out (standard ONNX)
@@ -45,6 +44,11 @@ class Emitter:
         self.final_name_used = False
         self.known_constants: dict[str, tuple[int, ...]] = {}  # the int64 constants asked for, by name
         self.roots: set[str] = set()  # values the graph reads besides the node's outputs (Expand elision's sources)
+
+    def written(self) -> list[NodeProto | bytes]:
+        """The replacement: the nodes the rule wrote, or those a replay wrote serialized (graphs only, where
+        constants are initializers: the two never mix)."""
+        return [*self.nodes, *self.serialized] if self.serialized else list(self.nodes)
 
     @property
     def allowzero(self) -> bool:
@@ -241,96 +245,6 @@ class Emitter:
         """A node of another domain (our ORT kernels); ``None`` outputs get fresh names."""
         return self._multi(op_type, inputs, outputs, domain, **attrs)
 
-    def reshape(self, x: str, shape: str, output: str | None = None, may_hold_zero: bool = True) -> str:
-        """``Reshape(x, shape)`` with a 0 in ``shape`` meaning a zero-size dim: ``allowzero`` from opset 14; before
-        it (a 0 there copies the input's dim), a shape that may hold a 0 is applied as
-        ``Expand(Reshape(x, zeros_inferred(shape)), shape)``, exact for the empty ``x`` such a shape reshapes."""
-        self.require(5, "Reshape with a shape input")
-        if may_hold_zero and self.allowzero:
-            return self._node("Reshape", [x, shape], output, allowzero=1)
-        constant = self.known_constants.get(shape)
-        if not may_hold_zero or (constant is not None and 0 not in constant):
-            return self._node("Reshape", [x, shape], output)
-        if constant is not None:
-            flat = self._node("Reshape", [x, self.const_i64(zeros_inferred_dims(constant), "shape_inferred")], None)
-        else:
-            flat = self._node("Reshape", [x, self.zeros_inferred(shape)], None)
-        self.require(8, "Expand")
-        return self._node("Expand", [flat, shape], output)
-
-    def zeros_inferred(self, shape: str) -> str:
-        """A run-time int64 shape for a ``Reshape`` before opset 14 (a 0 there copies the input's dim) of data that
-        an ``Expand`` to the real target follows: the first 0 becomes -1, which ``Reshape`` infers as 0 (the data
-        is empty), and any other 0 becomes 1, which the ``Expand`` stretches to the target's 0."""
-        self.require(11, "zero-size data with run-time shapes (CumSum)")
-        zero, one = self.const_i64([0], "zero"), self.const_i64([1], "one")
-        is_zero = self.standard("Equal", [shape, zero])
-        axis = self.standard("Constant", [], value=helper.make_tensor("axis", TensorProto.INT64, [], [0]))  # 0-d
-        count = self.standard("CumSum", [self.cast_i64(is_zero), axis])
-        first = self.standard("And", [is_zero, self.standard("Equal", [count, one])])
-        ones = self.standard("Where", [is_zero, one, shape])
-        return self.standard("Where", [first, self.const_i64([-1], "minus_one"), ones])
-
-    def rank_checked(self, x: str, limit: int = MAX_RANK) -> str:
-        """``x`` itself after a check that fails the run when its rank is over ``limit`` (``check_token``, ``tied``)."""
-        self.require(9, "a run-time rank check")
-        shape = self.shape(x)
-        over = self.standard("Greater", [self.shape(shape), self.const_i64([limit], "rank_limit")])
-        token = self.check_token([self.standard("Not", [over])], f"{self.node_name}/guard: ranks are at most {limit}")
-        return self.tied(x, shape, token)
-
-    def check_token(self, conditions: Sequence[str], name: str) -> str:
-        """``[0]`` (int64), computed only when every condition (a bool tensor) holds everywhere.
-
-        With ``bad`` the number of false elements and ``k = 2**28`` if bad else 0, two probes read ``[k, k, k]``:
-        ``Expand`` to ``[3 + bad]`` (named ``name``), which ONNX Runtime and ``onnx.reference`` check, and
-        ``Reshape`` to ``[1, 3 + bad]`` (named ``name (reshaped)``), which OpenVINO's CPU plugin checks (it runs an
-        incompatible ``Expand`` in shape arithmetic unchecked, and drops a 1-D to 1-D ``Reshape``): three values
-        take neither shape unless bad is 0. The token is the sum of both: 0 when every condition holds. Where a
-        runtime checked neither, it is ``6 * 2**28``, which the data path's ``Expand`` cannot take for any dim but
-        1. Its values fit int32 (OpenVINO computes int64 as int32: ``2**40`` was 0 there) and are never negative
-        (OpenVINO's reader refuses a ``ConstantOfShape`` that could be, and its ``Broadcast`` moved past an
-        elementwise op takes the larger of two shapes). The count is a ``ReduceSum`` with its axes (OpenVINO 2026.0
-        fuses a ``ReduceMin`` of a ``Concat`` wrongly).
-        """
-        failures = [self.cast(self.standard("Not", [condition]), TensorProto.INT64) for condition in conditions]
-        bad = self.reduce_sum(self.standard("Concat", [self.const_i64([0], "zero"), *failures], axis=0), [0],
-                              keepdims=True)
-        size = self.standard("Add", [bad, self.const_i64([3], "three")])
-        failed = self.cast(self.standard("Greater", [bad, self.const_i64([0], "zero")]), TensorProto.INT64)
-        scaled = self.standard("Mul", [failed, self.const_i64([_POISON], "poison")])
-        triple = self.standard("Concat", [scaled, scaled, scaled], axis=0)
-        probe = self.named("Expand", [triple, size], name)
-        # OpenVINO runs the Expand unchecked but checks a Reshape's element count (2-D: it drops 1-D to 1-D ones)
-        reshaped = self.named("Reshape", [triple, self.standard("Concat", [self.const_i64([1], "one"), size], axis=0)],
-                              f"{name} (reshaped)")
-        return self.standard("Add", [self.reduce_sum(probe, [0], keepdims=True),
-                                     self.reduce_sum(reshaped, [0, 1], keepdims=False)])
-
-    def tied(self, x: str, shape: str, token: str, rank_positive: bool = False) -> str:
-        """``x`` (whose shape is ``shape``) after a check: ``Expand(x, shape + token)``, the same values for a
-        token of ``[0]``; the data path reads it, so no pass can remove the check without changing the output.
-
-        Measured against the alternatives: a ``Reshape`` to itself (free) is rewritten to a constant shape by
-        onnxscript's ``MaterializeReshapeShape`` when the output has at most one unknown dim, dropped by OpenVINO
-        when 1-D, and fused with a following ``Reshape`` by onnxsim; a tie in the values (``x * (1 + token)``) is
-        skipped by OpenVINO for an empty ``x``, whose output shape does not depend on it. An ``Expand``'s output
-        shape does, for every runtime and every size. It copies ``x`` (once, where a condition stays open).
-
-        Unless ``rank_positive`` (``x``'s rank is known to be at least 1), ``shape`` may be empty, and ``[] + token``
-        is ``[]`` whatever the token: a pass that knows the rank is 0 (onnxsim with the inputs' shapes fixed,
-        OpenVINO) folds the check away. Such an ``x`` goes through a leading axis of 1 that carries the token:
-        ``Squeeze(Expand(Unsqueeze(x, 0), [1 + token, *shape]), 0)``, the same values and rank for any rank. Not a
-        ``Gather`` of index 0 there: ONNX Runtime 1.32 gathers strings wrong (only the first element survives), and
-        OpenVINO computes the gathered slice without the ``Expand``, token unchecked.
-        """
-        self.require(8, "Expand")
-        if rank_positive:
-            return self._node("Expand", [x, self.standard("Add", [shape, token])], None)
-        lead = self.standard("Add", [self.const_i64([1], "one"), token])
-        widened = self._node("Expand", [self.unsqueeze(x, [0]), self.standard("Concat", [lead, shape], axis=0)], None)
-        return self.squeeze(widened, [0])
-
     def cast(self, x: str, to: int, output: str | None = None) -> str:
         return self._node("Cast", [x], output, to=to)
 
@@ -339,24 +253,3 @@ class Emitter:
 
     def shape(self, x: str) -> str:
         return self._node("Shape", [x], None)
-
-    def ones_like_shape(self, shape: str) -> str:
-        self.require(9, "ConstantOfShape")
-        one = helper.make_tensor("one", TensorProto.INT64, [1], [1])
-        return self._node("ConstantOfShape", [shape], None, value=one)
-
-    def prefix(self, values: str, length_of: str) -> str:
-        """``values[:len(length_of)]`` for 1-D tensors, with the length known only at run time."""
-        self.require(10, "Slice with tensor bounds")
-        length = self._node("Shape", [length_of], None)
-        return self._node("Slice", [values, self.const_i64([0], "zero"), length], None)
-
-    def nonzero(self, mask: str, minus_one: str | None = None) -> str:
-        """The indices where the 1-D ``mask`` is true, a 1-D int64 tensor (``NonZero``, flattened by a ``Reshape``
-        to ``minus_one``, an int64 [-1]: made here when not given)."""
-        where = self._node("NonZero", [mask], None)
-        return self.reshape(where, minus_one or self.const_i64([-1], "flat"), may_hold_zero=False)
-
-    def scatter(self, data: str, indices: str, updates: str) -> str:
-        self.require(11, "ScatterElements (runtime explicit axes)")
-        return self._node("ScatterElements", [data, indices, updates], None, axis=0)

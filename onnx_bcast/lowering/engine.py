@@ -6,9 +6,8 @@ import contextlib
 import gc
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
 
 from onnx import GraphProto, ModelProto, NodeProto
 
@@ -20,50 +19,18 @@ from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.lowering.fast import hidden_inference
 from onnx_bcast.lowering.fast.replay import Replays
 from onnx_bcast.lowering.lowered_model import finish_model, replace_nodes
+from onnx_bcast.lowering.rules import Rule, RuleSet
 from onnx_bcast.lowering.shape_values import ShapeValues
 from onnx_bcast.lowering.static_facts import StaticFacts
 from onnx_bcast.lowering.survey import survey_nodes, walked_node_lists
-from onnx_bcast.lowering.working_copy import restore_outputs, set_claims_aside, working_copy
+from onnx_bcast.lowering.working_copy import working_copy
+from onnx_bcast.model.claims import restore_outputs, set_claims_aside
 from onnx_bcast.model.walk import NameGenerator, node_lists, opset_version
 from onnx_bcast.onnx_defs import schemas
 from onnx_bcast.ops import SPEC_BY_NAME
 
-if TYPE_CHECKING:
-    from onnx_bcast.lowering.expand_elision import ExpandElision
-
 DOMAIN = schemas.DOMAIN
 logger = logging.getLogger("onnx_bcast.lowering.engine")
-
-
-class Rule(Protocol):
-    """One rewrite for one (op, mode): ``check`` says why it cannot take a node (None: it can)."""
-
-    op: str
-    mode: str
-
-    def check(self, bound: Bound) -> str | None: ...
-
-    def rewrite(self, emit: Emitter, bound: Bound) -> None: ...
-
-
-Elision = Callable[[GraphProto, set[str], StaticFacts, list[tuple[str, ...]], bool], "ExpandElision"]
-
-
-@dataclass(frozen=True)
-class RuleSet:
-    """The rules of one target form, and what the pass does around them for it."""
-
-    name: str
-    rules: Mapping[tuple[str, str], Rule]
-    inline_functions: bool  # a function's values are typed per call site: inline it to know them
-    default_opset: Callable[[int | None], int]  # the default-domain opset of a model that imports none
-    elision: Elision | None = None  # where an Expand its consumers do not need is left out (per graph)
-
-    def rule_for(self, declared: Declared) -> Rule:
-        rule = self.rules.get((declared.op, declared.mode))
-        if rule is None:
-            raise declared.fail(f"no {self.name} rule takes this op and mode")
-        return rule
 
 
 @dataclass
@@ -238,7 +205,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
         if not found:
             continue
         container_opset = opset_version(entry.opsets, "") or model_opset
-        replacements: dict[int, list[NodeProto]] = {}
+        replacements: dict[int, list[NodeProto | bytes]] = {}
         elision = None
         if rule_set.elision is not None and not entry.in_function:
             elision = rule_set.elision(entry.container, {d.output for _, d in found}, facts, inputs, nested)
@@ -263,7 +230,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
                 err.in_function = entry.in_function  # as in ``_bound_with_rule``: inline, retry
                 raise
             read |= emit.reads
-            replacements[index] = emit.nodes
+            replacements[index] = emit.written()
             done += 1
             if progress is not None and (done % PROGRESS_EVERY == 0 or done == total):
                 progress(done, total)

@@ -11,7 +11,7 @@ from pathlib import Path
 import onnx
 from onnx.external_data_helper import convert_model_to_external_data, uses_external_data
 
-from onnx_bcast.model import external_data
+from onnx_bcast.model import data_files, external_data
 
 logger = logging.getLogger("onnx_bcast.model.files")
 PROTOBUF_LIMIT = 2 * 1024**3 - 1
@@ -97,12 +97,12 @@ def load_model_file(path: Path) -> tuple[onnx.ModelProto, bool]:
     folder = path.resolve().parent
     try:
         locations = external_data.check_locations(model, folder, str(path))
-    except external_data.UnsafeLocation as err:
+    except data_files.UnsafeLocation as err:
         raise UnsafeModel(str(err)) from None
     if locations:
         try:
             read = external_data.read_small_constants(model, folder)
-        except external_data.UnsafeLocation as err:
+        except data_files.UnsafeLocation as err:
             raise UnsafeModel(str(err)) from None
         except OSError as err:
             raise UnsafeModel(f"{path}: cannot read its external data ({err.strerror or err})") from None
@@ -124,7 +124,7 @@ def save_atomically(model: onnx.ModelProto, path: Path, external: bool = False) 
     """Write ``model`` to ``path`` so that a failure or a crash never leaves a file there (or a half-written one).
 
     Tensors that refer to external data keep referring to their files, made available beside ``path`` under the
-    same names (``external_data.place``: the files themselves in the same folder, else copies, reflinked or sparse
+    same names (``data_files.place``: the files themselves in the same folder, else copies, reflinked or sparse
     where the file system allows); the input's files are never written. Inline tensors over 1 KiB go to a new
     ``<name>.data`` (another name if that one is taken) when ``external`` or when the model is over protobuf's
     2 GiB limit; then ``model``'s tensors are turned into external references in place. Everything is written
@@ -163,7 +163,7 @@ def _save_atomically(model: onnx.ModelProto, path: Path, external: bool) -> None
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     written = False
     try:
-        moves = external_data.place(locations, source, folder, staging) if source is not None else []
+        moves = data_files.place(locations, source, folder, staging) if source is not None else []
         tmp = staging / path.name
         external_data.set_folder(model, None)  # for onnx-bcast only: not written
         inline_out = (external and any(len(t.raw_data) >= 1024 for t in external_data.all_tensors(model))) or \

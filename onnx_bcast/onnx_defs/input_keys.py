@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from onnx import TensorProto, TypeProto
 
-from onnx_bcast.lowering.static_facts import raw_int_key, small_values
+from onnx_bcast.onnx_defs.constants import raw_int_key, small_values
 from onnx_bcast.ops.common import Shape
 
 _SHAPES: dict[bytes, Shape | None] = {}

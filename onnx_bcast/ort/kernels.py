@@ -29,7 +29,7 @@ from onnx_bcast.ops import OP_SPECS
 from onnx_bcast.ops.common import OpSpec, check_rank, zeros_inferred_dims
 from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment
 from onnx_bcast.ops.memory_guard import check_output_size
-from onnx_bcast.ort import bridge as ort_marshal
+from onnx_bcast.ort import bridge
 from onnx_bcast.ort.process_state import record_error, state
 
 ERROR_SHAPE_MARK = 2  # the guarded status on failure is [ERROR_SHAPE_MARK, error_id]
@@ -164,7 +164,7 @@ def _declare(domain: str, spec: OpSpec, guarded: bool) -> None:
                   else dt if formal.shape_only else next(value_types) for formal in spec.inputs]
         out = PyCustomOpDef.dt_bool if boolean_out else dt
         outputs = [out] * len(spec.outputs) + ([_I64] * len(spec.outputs) if guarded else [])
-        ort_marshal.declare(f"{domain}::{spec.name}", inputs, outputs, attrs,
+        bridge.declare(f"{domain}::{spec.name}", inputs, outputs, attrs,
                             _kernel(spec, guarded, lambda x, b=boolean_out: np.bool_ if b else x.dtype))
 
 
@@ -207,7 +207,7 @@ def register() -> None:
     st = state()
     if st.registered:
         return
-    ort_marshal.install()
+    bridge.install()
     with st.lock:
         if st.registered:
             return
@@ -216,7 +216,7 @@ def register() -> None:
             _declare(GUARDED_DOMAIN, spec, guarded=True)
         check_attrs = {**_GUARD_ATTRS, "auto_broadcast": PyCustomOpDef.dt_string, "axis": _I64, "allowzero": _I64,
                        "elem_type": _I64}
-        ort_marshal.declare(f"{GUARDED_DOMAIN}::{ELEMENTWISE_CHECK}", [_I64, _I64], [_I64], check_attrs,
+        bridge.declare(f"{GUARDED_DOMAIN}::{ELEMENTWISE_CHECK}", [_I64, _I64], [_I64], check_attrs,
                             lambda inputs, attrs: elementwise_check(*inputs, **attrs))
         st.registered = True
 

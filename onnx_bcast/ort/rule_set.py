@@ -10,7 +10,7 @@ from onnx_bcast.converters.elementwise import ElementwiseRule
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
-from onnx_bcast.lowering.engine import RuleSet
+from onnx_bcast.lowering.rules import RuleSet
 from onnx_bcast.onnx_defs.schemas import ELEMENTWISE_CHECK, GUARDED_DOMAIN
 from onnx_bcast.ops import OP_SPECS
 from onnx_bcast.ops.broadcast import MODES

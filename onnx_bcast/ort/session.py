@@ -10,27 +10,29 @@ from typing import Any
 import onnxruntime as ort
 from onnx import ModelProto
 
+from onnx_bcast.converters import STANDARD
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.importers.legacy_onnx import imported_if_legacy
 from onnx_bcast.lowering.declaring import declare, node_label
+from onnx_bcast.lowering.engine import lower
 from onnx_bcast.model import external_data
 from onnx_bcast.model.files import load_model
 from onnx_bcast.model.walk import node_lists
 from onnx_bcast.onnx_defs import schemas
-from onnx_bcast.ort import kernels as ort_ops
+from onnx_bcast.ort import kernels
 from onnx_bcast.ort.prepare import prepare
 from onnx_bcast.ort.process_state import take_error
 
 logger = logging.getLogger("onnx_bcast.ort.session")
 # the guard's or the elementwise check's failure shape: [2, error id] or [2, error id, 3]
 _FAILED_NODE = re.compile(r"Name:'(.+?)' Status Message|Node \((.+?)\) Op \(")  # ORT names the failing node
-_FAILURE = re.compile(r"requested shape:\{" + str(ort_ops.ERROR_SHAPE_MARK) + r",(\d+)(?:,\d+)?\}")
+_FAILURE = re.compile(r"requested shape:\{" + str(kernels.ERROR_SHAPE_MARK) + r",(\d+)(?:,\d+)?\}")
 
 
 def session_options(options: ort.SessionOptions | None = None) -> ort.SessionOptions:
     """Session options with onnxruntime-extensions and our ops registered (a new object when None)."""
     options = options if options is not None else ort.SessionOptions()
-    options.register_custom_ops_library(ort_ops.library_path())
+    options.register_custom_ops_library(kernels.library_path())
     return options
 
 
@@ -39,9 +41,9 @@ class InferenceSession(ort.InferenceSession):
     ``BroadcastError`` from ``run`` and leaves the session usable.
 
     ``backend="numpy"`` (the default) runs our ops as onnxruntime-extensions Python ops on numpy kernels;
-    ``backend="native"`` runs the guarded standard lowering (``convert``) in plain ONNX Runtime, with no Python in
-    the run loop. Both raise the same ``BroadcastError``: when a native guard fails, the numpy backend runs the
-    same inputs once to say exactly what was wrong.
+    ``backend="native"`` runs the guarded standard lowering (``converters.STANDARD``) in plain ONNX Runtime, with no
+    Python in the run loop. Both raise the same ``BroadcastError``: when a native guard fails, the numpy backend runs
+    the same inputs once to say exactly what was wrong.
     """
 
     def __init__(self, model: str | os.PathLike | bytes | ModelProto, sess_options: ort.SessionOptions | None = None,
@@ -64,10 +66,8 @@ class InferenceSession(ort.InferenceSession):
             options.log_severity_level = 4  # a failed run is raised as a Python error, not also logged by ORT
         providers = providers or ["CPUExecutionProvider"]
         if backend == "native":
-            from onnx_bcast.convert import convert
-
             try:
-                self.prepared_model = convert(self.source_model)
+                self.prepared_model = lower(self.source_model, STANDARD).model
             except BroadcastError:
                 # the converter proves from ranks alone that every input fails: the numpy backend, if it can
                 # make a session, fails each run with the message it gives (else its error is raised here)
@@ -116,12 +116,12 @@ class InferenceSession(ort.InferenceSession):
                 if explained is None:
                     raise
                 raise explained from None
-        run_state = ort_ops.guarded_run
+        run_state = kernels.guarded_run
         run_state.active, run_state.error_id = True, None
         try:
             return super().run(output_names, input_feed, run_options)
         except Exception as exc:
-            recorded = _recorded_error(exc, ort_ops.guarded_run.error_id)
+            recorded = _recorded_error(exc, kernels.guarded_run.error_id)
             if recorded is None:
                 guard = failed_guard(exc)  # a check in standard ops before a kernel (e.g. rank at most 64)
                 if guard is None:

@@ -23,18 +23,19 @@ from onnx import AttributeProto, ModelProto, NodeProto, TensorProto, TypeProto, 
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.lowering.declaring import Declared
-from onnx_bcast.lowering.static_facts import raw_int_key
-from onnx_bcast.onnx_defs import schemas
+from onnx_bcast.onnx_defs.constants import raw_int_key
+from onnx_bcast.onnx_defs.inference import Inference, InferenceContext, inference_function
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.common import OpSpec
 
-_INFER = {spec.name: schemas.inference_function(spec) for spec in SPEC_BY_NAME.values()}
+_INFER: dict[str, Inference] = {spec.name: inference_function(spec) for spec in SPEC_BY_NAME.values()}
 _READS_DATA = {spec.name: spec.value_inputs for spec in SPEC_BY_NAME.values()}
 _UNINFERRED = TypeProto()  # a memo entry not made yet (None is "stays visible")
 
 
-class _Context:
-    """What our inference functions ask of onnx's InferenceContext, answered from Python."""
+class _Context(InferenceContext):
+    """What our inference functions ask of onnx's InferenceContext (the ``InferenceContext`` protocol), answered
+    from Python."""
 
     def __init__(self, node: NodeProto, inputs: list[str], types: list[TypeProto | None],
                  data: list[TensorProto | None]) -> None:

@@ -20,9 +20,9 @@ from onnx import NodeProto
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.lowering.fast import proto_bytes
+from onnx_bcast.lowering.rules import Rule
 
 if TYPE_CHECKING:
-    from onnx_bcast.lowering.engine import Rule
     from onnx_bcast.lowering.expand_elision import ExpandElision
 
 _OPEN, _CLOSE = "\ue000", "\ue001"  # a slot is written _OPEN + its number + _CLOSE (private-use characters)
@@ -201,8 +201,8 @@ def _replay(template: _Template, bound: Bound, emit: Emitter, names: list[str]) 
     for kind, what, hint in template.requests:
         add_value(names_of(_fill(what, values)) if kind == "name" else const_i64(what, hint))
     doc = proto_bytes.text(proto_bytes.NODE_DOC, emit.doc) if emit.doc else b""
-    reads, add_node = emit.reads, emit.nodes.append
-    for fixed, inputs, outputs, name in template.nodes:  # as bytes: ``lowering`` splices them in
+    reads, add_node = emit.reads, emit.serialized.append
+    for fixed, inputs, outputs, name in template.nodes:  # as bytes: the engine splices them in
         ins = [values[t] if type(t) is int else _fill(t, values) for t in inputs]
         outs = [values[t] if type(t) is int else _fill(t, values) for t in outputs]
         node_name = None if name is None else values[name] if type(name) is int else _fill(name, values)

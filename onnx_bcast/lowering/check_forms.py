@@ -1,0 +1,75 @@
+"""The emitter's check forms: a run-time condition as a token that fails the run, tied into the data path."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from onnx import TensorProto
+
+from onnx_bcast.ops.common import MAX_RANK
+
+_POISON = 2**28  # a failed check's token, per probe value: fits int32 (OpenVINO's int64), 3x no dim but 1 meets
+
+
+class CheckForms:
+    """The guard forms of ``Emitter`` (its base): built from its op methods (``standard``, ``const_i64``, ...)."""
+
+    def rank_checked(self, x: str, limit: int = MAX_RANK) -> str:
+        """``x`` itself after a check that fails the run when its rank is over ``limit`` (``check_token``, ``tied``)."""
+        self.require(9, "a run-time rank check")
+        shape = self.shape(x)
+        over = self.standard("Greater", [self.shape(shape), self.const_i64([limit], "rank_limit")])
+        token = self.check_token([self.standard("Not", [over])], f"{self.node_name}/guard: ranks are at most {limit}")
+        return self.tied(x, shape, token)
+
+    def check_token(self, conditions: Sequence[str], name: str) -> str:
+        """``[0]`` (int64), computed only when every condition (a bool tensor) holds everywhere.
+
+        With ``bad`` the number of false elements and ``k = 2**28`` if bad else 0, two probes read ``[k, k, k]``:
+        ``Expand`` to ``[3 + bad]`` (named ``name``), which ONNX Runtime and ``onnx.reference`` check, and
+        ``Reshape`` to ``[1, 3 + bad]`` (named ``name (reshaped)``), which OpenVINO's CPU plugin checks (it runs an
+        incompatible ``Expand`` in shape arithmetic unchecked, and drops a 1-D to 1-D ``Reshape``): three values
+        take neither shape unless bad is 0. The token is the sum of both: 0 when every condition holds. Where a
+        runtime checked neither, it is ``6 * 2**28``, which the data path's ``Expand`` cannot take for any dim but
+        1. Its values fit int32 (OpenVINO computes int64 as int32: ``2**40`` was 0 there) and are never negative
+        (OpenVINO's reader refuses a ``ConstantOfShape`` that could be, and its ``Broadcast`` moved past an
+        elementwise op takes the larger of two shapes). The count is a ``ReduceSum`` with its axes (OpenVINO 2026.0
+        fuses a ``ReduceMin`` of a ``Concat`` wrongly).
+        """
+        failures = [self.cast(self.standard("Not", [condition]), TensorProto.INT64) for condition in conditions]
+        bad = self.reduce_sum(self.standard("Concat", [self.const_i64([0], "zero"), *failures], axis=0), [0],
+                              keepdims=True)
+        size = self.standard("Add", [bad, self.const_i64([3], "three")])
+        failed = self.cast(self.standard("Greater", [bad, self.const_i64([0], "zero")]), TensorProto.INT64)
+        scaled = self.standard("Mul", [failed, self.const_i64([_POISON], "poison")])
+        triple = self.standard("Concat", [scaled, scaled, scaled], axis=0)
+        probe = self.named("Expand", [triple, size], name)
+        # OpenVINO runs the Expand unchecked but checks a Reshape's element count (2-D: it drops 1-D to 1-D ones)
+        reshaped = self.named("Reshape", [triple, self.standard("Concat", [self.const_i64([1], "one"), size], axis=0)],
+                              f"{name} (reshaped)")
+        return self.standard("Add", [self.reduce_sum(probe, [0], keepdims=True),
+                                     self.reduce_sum(reshaped, [0, 1], keepdims=False)])
+
+    def tied(self, x: str, shape: str, token: str, rank_positive: bool = False) -> str:
+        """``x`` (whose shape is ``shape``) after a check: ``Expand(x, shape + token)``, the same values for a
+        token of ``[0]``; the data path reads it, so no pass can remove the check without changing the output.
+
+        Measured against the alternatives: a ``Reshape`` to itself (free) is rewritten to a constant shape by
+        onnxscript's ``MaterializeReshapeShape`` when the output has at most one unknown dim, dropped by OpenVINO
+        when 1-D, and fused with a following ``Reshape`` by onnxsim; a tie in the values (``x * (1 + token)``) is
+        skipped by OpenVINO for an empty ``x``, whose output shape does not depend on it. An ``Expand``'s output
+        shape does, for every runtime and every size. It copies ``x`` (once, where a condition stays open).
+
+        Unless ``rank_positive`` (``x``'s rank is known to be at least 1), ``shape`` may be empty, and ``[] + token``
+        is ``[]`` whatever the token: a pass that knows the rank is 0 (onnxsim with the inputs' shapes fixed,
+        OpenVINO) folds the check away. Such an ``x`` goes through a leading axis of 1 that carries the token:
+        ``Squeeze(Expand(Unsqueeze(x, 0), [1 + token, *shape]), 0)``, the same values and rank for any rank. Not a
+        ``Gather`` of index 0 there: ONNX Runtime 1.32 gathers strings wrong (only the first element survives), and
+        OpenVINO computes the gathered slice without the ``Expand``, token unchecked.
+        """
+        self.require(8, "Expand")
+        if rank_positive:
+            return self._node("Expand", [x, self.standard("Add", [shape, token])], None)
+        lead = self.standard("Add", [self.const_i64([1], "one"), token])
+        widened = self._node("Expand", [self.unsqueeze(x, [0]), self.standard("Concat", [lead, shape], axis=0)], None)
+        return self.squeeze(widened, [0])

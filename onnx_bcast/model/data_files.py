@@ -1,0 +1,99 @@
+"""External data files: locations kept inside the model's folder, and the files placed beside a written model."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import shutil
+from pathlib import Path
+
+logger = logging.getLogger("onnx_bcast.model.data_files")
+
+
+class UnsafeLocation(ValueError):
+    """An external data location that points outside the model's folder (absolute, or with '..')."""
+
+
+def checked_file(folder: Path, location: str, where: str) -> Path:
+    """``folder / location``, refused (``UnsafeLocation`` naming ``where``) unless it stays inside ``folder``."""
+    folder = folder.resolve()
+    target = (folder / location).resolve()
+    if not location or Path(location).is_absolute() or folder not in target.parents:
+        raise UnsafeLocation(f"{where}: external data location {location!r} points outside the model's folder")
+    return target
+
+
+def place(locations: list[str], source: Path, target: Path, staging: Path) -> list[tuple[Path, Path]]:
+    """The data files ``locations`` (in ``source``) made available in folder ``target``: nothing to do where the
+    folders are the same (the output refers to the input's files); else a copy made in ``staging`` (a folder beside
+    ``target``): a reflink where the file system can share the blocks, else the data regions only (a sparse file
+    stays sparse), never through Python's memory. Returns the (staged, final) pairs to move into place. A different
+    file of the same name already in ``target`` is an error: it is not overwritten.
+
+    Not hard links: onnx (1.18 and later) refuses to read external data from a file with several links, as a
+    possible hard-link attack. Not symbolic links: onnx, ONNX Runtime and onnx-bcast refuse data outside the
+    model's folder."""
+    moves = []
+    source, target = source.resolve(), target.resolve()
+    for location in locations:
+        original = checked_file(source, location, str(source))
+        final = checked_file(target, location, str(target))
+        if final.exists() and os.path.samefile(final, original):
+            continue  # the same folder: the output refers to the file itself
+        if final.exists():
+            raise FileExistsError(errno.EEXIST, f"{final} exists and is not the input's data file {original}; "
+                                                "write the model to another folder", str(final))
+        staged = staging / location
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        how = copy_file(original, staged)
+        logger.info("copied %s to %s (%s)", original, final, how)
+        moves.append((staged, final))
+    return moves
+
+
+_FICLONE = 0x40049409  # Linux's ioctl that makes a file share another's blocks (btrfs, xfs, ...)
+
+
+def copy_file(source: Path, target: Path) -> str:
+    """``source`` copied to a new file ``target`` in the kernel: a reflink where the file system allows, else its
+    data regions (holes stay holes), else a plain copy. Returns which."""
+    with open(source, "rb") as src, open(target, "xb") as dst:
+        try:
+            import fcntl
+
+            fcntl.ioctl(dst.fileno(), _FICLONE, src.fileno())
+            return "reflink"
+        except (ImportError, OSError):
+            pass
+        size = os.fstat(src.fileno()).st_size
+        if hasattr(os, "SEEK_DATA") and hasattr(os, "copy_file_range"):
+            try:
+                _copy_data_regions(src.fileno(), dst.fileno(), size)
+                return "data regions"
+            except OSError:  # a file system without SEEK_DATA or copy_file_range: start again, plainly
+                dst.seek(0)
+                dst.truncate(0)
+        src.seek(0)
+        shutil.copyfileobj(src, dst, 16 * 1024 * 1024)
+        return "plain copy"
+
+
+def _copy_data_regions(src: int, dst: int, size: int) -> None:
+    position = 0
+    while position < size:
+        try:
+            start = os.lseek(src, position, os.SEEK_DATA)
+        except OSError as err:
+            if err.errno == errno.ENXIO:  # only a hole from here on
+                break
+            raise
+        end = os.lseek(src, start, os.SEEK_HOLE)
+        offset = start
+        while offset < end:
+            copied = os.copy_file_range(src, dst, end - offset, offset, offset)
+            if copied <= 0:
+                raise OSError(errno.EIO, "copy_file_range copied nothing")
+            offset += copied
+        position = end
+    os.ftruncate(dst, size)
