@@ -4,7 +4,8 @@ Each item is a model converted three ways (``convert``, ``convert(guards=False)`
 SHA-256 of the result's bytes, or the error's text. The models: the bundled ones; every case of the shared case
 table (tests/case_table.py) with static shapes and with its shape inputs fed at run time; models holding every
 case twice (so that alike nodes meet: facts shared, rewrites replayed), per (op, mode) and all valid ones together;
-the conversion benchmark's models, smaller. Run it on one commit with ``--out``, on another with ``--compare``.
+the conversion benchmark's models, smaller. Run it on one commit with ``--out``, on another with ``--compare``;
+``--plain`` turns the engine's speed-ups off (tests/test_speedups.py compares both ways on every model).
 """
 
 from __future__ import annotations
@@ -25,13 +26,16 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from bench_convert import chain_model, conv_bias_model, wide_model  # noqa: E402
 
-import onnx_bcast  # noqa: E402
-from onnx_bcast.ort.prepare import prepare  # noqa: E402
+from onnx_bcast.converters import BARE, STANDARD  # noqa: E402
+from onnx_bcast.lowering.engine import lower  # noqa: E402
+from onnx_bcast.lowering.rules import RuleSet  # noqa: E402
+from onnx_bcast.ort.rule_set import ort_rule_set  # noqa: E402
 from tests.case_table import CASES  # noqa: E402
 from tests.test_case_table import case_model  # noqa: E402
 
-FORMS: dict[str, Callable[[onnx.ModelProto], onnx.ModelProto]] = {
-    "convert": onnx_bcast.convert, "bare": lambda m: onnx_bcast.convert(m, guards=False), "prepare": prepare}
+# what ``convert``, ``convert(guards=False)`` and ``prepare`` run
+FORMS: dict[str, Callable[[], RuleSet]] = {
+    "convert": lambda: STANDARD, "bare": lambda: BARE, "prepare": lambda: ort_rule_set(False, None)}
 
 
 def twice(cases: list, runtime: bool = False) -> onnx.ModelProto:
@@ -72,12 +76,16 @@ def models() -> Iterator[tuple[str, onnx.ModelProto]]:
     yield "conv-bias", conv_bias_model(200)
 
 
-def digests() -> dict[str, str]:
+def digests(speedups: bool = True, every: int = 1) -> dict[str, str]:
+    """The digest of each conversion (every ``every``-th model), the engine's speed-ups on or off."""
     out = {}
-    for name, model in models():
-        for form, run in FORMS.items():
+    for index, (name, model) in enumerate(models()):
+        if index % every:
+            continue
+        for form, rule_set in FORMS.items():
             try:
-                out[f"{name}:{form}"] = hashlib.sha256(run(model).SerializeToString(deterministic=True)).hexdigest()
+                lowered = lower(model, rule_set(), speedups=speedups).model
+                out[f"{name}:{form}"] = hashlib.sha256(lowered.SerializeToString(deterministic=True)).hexdigest()
             except Exception as err:  # noqa: BLE001 - an error is an outcome too: its text is compared
                 out[f"{name}:{form}"] = f"{type(err).__name__}: {err}"
     return out
@@ -88,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
                                      epilog="Exit status: 1 when --compare finds a difference.")
     parser.add_argument("--out", type=Path, help="write the digests here (JSON)")
     parser.add_argument("--compare", type=Path, help="compare with digests written before (JSON)")
+    parser.add_argument("--plain", action="store_true", help="the engine's speed-ups off (lower(speedups=False))")
     args = parser.parse_args(argv)
-    found = digests()
+    found = digests(speedups=not args.plain)
     print(f"{len(found)} conversions, {sum(1 for v in found.values() if ' ' in v)} of them errors")
     if args.out:
         args.out.write_text(json.dumps(found, indent=0, sort_keys=True))

@@ -3,8 +3,8 @@
 Each batch holds fuzz cases (bench/fuzz.py's generators) three times each, under other names, some unnamed; the
 valid ones share a model, each invalid one has its own. About half of the broadcasts are read by an ``Add`` with a
 random small shape, so that Expand elision answers differently for alike nodes. Every model is converted three
-ways (``convert``, ``convert(guards=False)``, ``prepare``) with replay and without it; the bytes, or the error
-texts, must be equal.
+ways (``convert``, ``convert(guards=False)``, ``prepare``) with the engine's speed-ups on and off; the bytes, or
+the error texts, must be equal. tests/test_speedups.py runs a few batches in CI.
 """
 
 from __future__ import annotations
@@ -21,13 +21,10 @@ from onnx import helper
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fuzz  # noqa: E402
+from convert_digest import FORMS  # noqa: E402
 
-import onnx_bcast  # noqa: E402
+from onnx_bcast.lowering.engine import lower  # noqa: E402
 from onnx_bcast.lowering.fast import replay  # noqa: E402
-from onnx_bcast.ort.prepare import prepare  # noqa: E402
-
-FORMS: dict[str, Callable[[onnx.ModelProto], onnx.ModelProto]] = {
-    "convert": onnx_bcast.convert, "bare": lambda m: onnx_bcast.convert(m, guards=False), "prepare": prepare}
 
 
 def alike_model(cases: list[fuzz.Case], rng: np.random.Generator) -> onnx.ModelProto:
@@ -56,10 +53,46 @@ def alike_model(cases: list[fuzz.Case], rng: np.random.Generator) -> onnx.ModelP
 
 
 def outcome(run: Callable[[onnx.ModelProto], onnx.ModelProto], model: onnx.ModelProto) -> bytes | str:
+    """The converted bytes, or the error's text."""
     try:
         return run(model).SerializeToString()
     except Exception as err:  # noqa: BLE001 - an error is an outcome too: its text is compared
         return f"{type(err).__name__}: {err}"
+
+
+def run_batches(batches: int, seed: int, report: Callable[[str], None] = print) -> tuple[int, int, int]:
+    """``batches`` batches of seeded alike-node models, each converted in every form with the engine's speed-ups
+    on and off: (conversions, nodes replayed, conversions that differ)."""
+    rng = np.random.default_rng(seed)
+    names = list(fuzz.FAMILIES)
+    weights = np.array([fuzz.FAMILIES[n].weight for n in names])
+    checked, differ, replayed = 0, 0, [0]
+    real_replay = replay._replay
+
+    def counted(*replay_args: object) -> bool:
+        done = real_replay(*replay_args)
+        replayed[0] += done
+        return done
+
+    replay._replay = counted  # counted only: what is compared comes from lower(speedups=...)
+    try:
+        for batch in range(batches):
+            cases = [fuzz.FAMILIES[str(rng.choice(names, p=weights / weights.sum()))].generate(rng) for _ in range(12)]
+            valid = [fuzz.FAMILIES[c.family].expect(c) is not None for c in cases]
+            groups = [[c for c, ok in zip(cases, valid, strict=True) if ok]]
+            groups += [[c] for c, ok in zip(cases, valid, strict=True) if not ok]
+            for group in filter(None, groups):
+                model = alike_model(group, rng)
+                for form, rule_set in FORMS.items():
+                    fast = outcome(lambda m, r=rule_set: lower(m, r()).model, model)
+                    plain = outcome(lambda m, r=rule_set: lower(m, r(), speedups=False).model, model)
+                    checked += 1
+                    if fast != plain:
+                        differ += 1
+                        report(f"differ: batch {batch}, {form}: {[c.describe() for c in group][:3]}")
+    finally:
+        replay._replay = real_replay
+    return checked, replayed[0], differ
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,36 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=100, help="batches of 12 cases (default: 100)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    rng = np.random.default_rng(args.seed)
-    names = list(fuzz.FAMILIES)
-    weights = np.array([fuzz.FAMILIES[n].weight for n in names])
-    checked, differ, replayed = 0, 0, [0]
-    real_rewrite, real_replay = replay.Replays.rewrite, replay._replay
-
-    def counted(*replay_args: object) -> bool:
-        done = real_replay(*replay_args)
-        replayed[0] += done
-        return done
-
-    replay._replay = counted
-    for batch in range(args.batches):
-        cases = [fuzz.FAMILIES[str(rng.choice(names, p=weights / weights.sum()))].generate(rng) for _ in range(12)]
-        valid = [fuzz.FAMILIES[c.family].expect(c) is not None for c in cases]
-        groups = [[c for c, ok in zip(cases, valid, strict=True) if ok]]
-        groups += [[c] for c, ok in zip(cases, valid, strict=True) if not ok]
-        for group in filter(None, groups):
-            model = alike_model(group, rng)
-            for form, run in FORMS.items():
-                replay.Replays.rewrite = real_rewrite
-                fast = outcome(run, model)
-                replay.Replays.rewrite = lambda *_: False
-                plain = outcome(run, model)
-                replay.Replays.rewrite = real_rewrite
-                checked += 1
-                if fast != plain:
-                    differ += 1
-                    print(f"differ: batch {batch}, {form}: {[c.describe() for c in group][:3]}")
-    print(f"seed {args.seed}: {checked} conversions, {replayed[0]} nodes replayed, {differ} differ")
+    checked, replayed, differ = run_batches(args.batches, args.seed)
+    print(f"seed {args.seed}: {checked} conversions, {replayed} nodes replayed, {differ} differ")
     return 1 if differ else 0
 
 

@@ -13,9 +13,7 @@ def _rules(guards: bool) -> dict:
 
 
 def _newest_opset(requested: int | None) -> int:
-    from onnx_bcast.model.runtime_limits import (
-        max_opset,  # probes onnxruntime: only for a model without a default opset
-    )
+    from onnx_bcast.model.runtime_limits import max_opset  # probes onnxruntime: for a model without a default opset
 
     return requested if requested is not None else max_opset()
 
@@ -24,4 +22,3 @@ STANDARD = RuleSet("standard-ONNX", _rules(guards=True), inline_functions=False,
                    elision=ExpandElision)
 BARE = RuleSet("standard-ONNX", _rules(guards=False), inline_functions=False, default_opset=_newest_opset,
                elision=ExpandElision)
-RULES = STANDARD.rules

@@ -21,7 +21,7 @@ from onnx import TensorProto
 from onnx_bcast.converters.guards import Guard, checked_b
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
-from onnx_bcast.ops.elementwise import ARITHMETIC, POW_EXPONENTS_AS_DOUBLE, form_depends_on_type, pdpd_axes_plan
+from onnx_bcast.ops.elementwise import ELEMENTWISE_OPS, POW_EXPONENTS_AS_DOUBLE, form_depends_on_type, pdpd_axes_plan
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
 
 _FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
@@ -98,4 +98,4 @@ def _checked_past_a(emit: Emitter, bound: Bound, b: str, axes: tuple[int, ...]) 
 
 
 def rules(guards: bool) -> list[ElementwiseRule]:
-    return [ElementwiseRule(op, mode, guards) for op in ARITHMETIC for mode in AUTO_BROADCAST_RULES]
+    return [ElementwiseRule(op, mode, guards) for op in ELEMENTWISE_OPS for mode in AUTO_BROADCAST_RULES]

@@ -9,8 +9,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_bcast
+from onnx_bcast.converters import STANDARD
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.lowering.declaring import labelled
+from onnx_bcast.lowering.engine import lower
 from onnx_bcast.lowering.fast import hidden_inference, known_outputs
 from onnx_bcast.lowering.static_facts import StaticFacts
 from onnx_bcast.lowering.survey import survey_nodes, walked_node_lists
@@ -70,31 +71,20 @@ def _assert_same_facts(model: onnx.ModelProto, fast: StaticFacts, plain: StaticF
                 assert got == want, (name, kind)
 
 
-def _every_callback(model: onnx.ModelProto, ours: list, *_: object) -> StaticFacts:
-    """The facts of onnx's inference with every node of ours in it (named as the pass names them in errors)."""
-    with labelled([ours]):
-        return StaticFacts(model, raise_broadcast_errors=True)
-
-
-def _convert_both(model: onnx.ModelProto, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes | str, bytes | str]:
-    """The converted bytes (or the error text) with hiding and without it."""
-    def run() -> bytes | str:
+def _convert_both(model: onnx.ModelProto) -> tuple[bytes | str, bytes | str]:
+    """The converted bytes (or the error text) with the engine's speed-ups (hiding) and without them."""
+    def run(speedups: bool) -> bytes | str:
         try:
-            return onnx_bcast.convert(model).SerializeToString()
+            return lower(model, STANDARD, speedups=speedups).model.SerializeToString()
         except BroadcastError as err:
             return f"BroadcastError: {err}"
 
-    fast = run()
-    with monkeypatch.context() as patch:
-        patch.setattr(hidden_inference, "static_facts", _every_callback)
-        plain = run()
-    return fast, plain
+    return run(True), run(False)
 
 
 @pytest.mark.parametrize("static", [True, False], ids=["static", "symbolic"])
 @pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c.name)
-def test_a_hidden_node_changes_no_fact_and_no_byte(case: Case, static: bool,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hidden_node_changes_no_fact_and_no_byte(case: Case, static: bool) -> None:
     data_shape = list(case.data_shape) if static else [f"d{i}" for i in range(len(case.data_shape))]
     model = _case_chain(case, data_shape)
     try:
@@ -105,7 +95,7 @@ def test_a_hidden_node_changes_no_fact_and_no_byte(case: Case, static: bool,
         _assert_same_facts(model, fast, plain)
         if case.expected_shape is not None and static:
             assert hidden >= 1
-    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    fast_bytes, plain_bytes = _convert_both(model)
     assert fast_bytes == plain_bytes
 
 
@@ -114,8 +104,7 @@ def test_a_hidden_node_changes_no_fact_and_no_byte(case: Case, static: bool,
     ("pdpd", [2, 3, 4], [3]), ("pdpd", ["n", 3, 4], [3, 1]), ("none", [2, 3], [2, 3]), ("none", [2, 3], [3, 2]),
     ("pdpd", [2, 3, 4], [5]), ("numpy", None, [4])])
 @pytest.mark.parametrize("op", ["Add", "Equal"])
-def test_elementwise_nodes_too(rule: str, a_shape: list | None, b_shape: list, op: str,
-                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_elementwise_nodes_too(rule: str, a_shape: list | None, b_shape: list, op: str) -> None:
     model = _elementwise_chain(rule, a_shape, b_shape, op)
     try:
         _, fast, plain = _hidden_and_facts(model)
@@ -123,7 +112,7 @@ def test_elementwise_nodes_too(rule: str, a_shape: list | None, b_shape: list, o
         pass
     else:
         _assert_same_facts(model, fast, plain)
-    assert _convert_both(model, monkeypatch)[0] == _convert_both(model, monkeypatch)[1]
+    assert _convert_both(model)[0] == _convert_both(model)[1]
 
 
 def _two_step(first_input: str, extra: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto] | None = None
@@ -146,14 +135,13 @@ def _two_step(first_input: str, extra: list[onnx.NodeProto], inputs: list[onnx.V
         helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
         helper.make_tensor_value_info("t", TensorProto.INT64, [2])]), 1),
 ])
-def test_when_a_node_is_hidden(name: str, model: onnx.ModelProto, hidden: int,
-                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_when_a_node_is_hidden(name: str, model: onnx.ModelProto, hidden: int) -> None:
     before = model.SerializeToString()
     count, fast, plain = _hidden_and_facts(model)
     assert count == hidden
     assert model.SerializeToString() == before  # the domains are put back
     _assert_same_facts(model, fast, plain)
-    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    fast_bytes, plain_bytes = _convert_both(model)
     assert fast_bytes == plain_bytes
 
 
@@ -181,21 +169,21 @@ def _chain(n: int, shapes: list[list[int]]) -> onnx.ModelProto:
 
 @pytest.mark.parametrize("shapes", [[[3, 4]], [[3, 4], [2, 4]], [[3, 4], [2, 1, 4]], [[3, 4], [2, 3, 4]]],
                          ids=["repeating", "other targets", "other ranks", "growing"])
-def test_assumed_input_types_are_checked(shapes: list[list[int]], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_assumed_input_types_are_checked(shapes: list[list[int]]) -> None:
     """Each Broadcast's input comes from a ReduceMax: its type is assumed from the previous Broadcast's, and the
     run is checked (where a rank grows, the assumption fails and onnx infers again with every callback)."""
     model = _chain(6, shapes)
     hidden, fast, plain = _hidden_and_facts(model)
     assert hidden == (6 if len(shapes) == 1 else 3)  # assumed from the last Broadcast with the same target
     _assert_same_facts(model, fast, plain)
-    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    fast_bytes, plain_bytes = _convert_both(model)
     assert fast_bytes == plain_bytes
 
 
 def test_an_assumption_that_would_fail_a_node_is_checked_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """The assumed [4] meets a target [2, 3] that does not take it: the run without assumptions decides."""
     model = _chain(3, [[3, 4], [3, 4], [2, 3]])
-    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    fast_bytes, plain_bytes = _convert_both(model)
     assert fast_bytes == plain_bytes
 
 
@@ -261,11 +249,10 @@ I64, I32 = TensorProto.INT64, TensorProto.INT32
     _pairs([("t0", I64, None), ("t1", I32, None)], [("x", [1])] * 2),
 ], ids=["equal and other values", "other target type", "other data shape", "symbolic data", "run-time targets",
         "run-time targets of two types"])
-def test_nodes_with_equal_signatures_share_facts_and_nothing_else(model: onnx.ModelProto,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nodes_with_equal_signatures_share_facts_and_nothing_else(model: onnx.ModelProto) -> None:
     """``bind`` shares the facts of hidden nodes with equal signatures: the bytes are those of a conversion
     without hiding (hence without sharing), node by node."""
-    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    fast_bytes, plain_bytes = _convert_both(model)
     assert isinstance(fast_bytes, bytes)
     assert fast_bytes == plain_bytes
 
@@ -278,7 +265,7 @@ def test_an_initializer_that_is_also_an_input_is_never_shared(monkeypatch: pytes
     survey = survey_nodes(lists, NameGenerator())
     decision = known_outputs.decide(model, survey.declared[0], survey.inputs[0], survey.produced)
     assert [d.output for d, _ in decision.signed] == ["b0"]
-    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    fast_bytes, plain_bytes = _convert_both(model)
     assert fast_bytes == plain_bytes
 
 
@@ -295,7 +282,7 @@ def test_an_op_of_two_outputs_keeps_the_facts_of_both(monkeypatch: pytest.Monkey
     _, fast, plain = _hidden_and_facts(model)
     assert plain.shapes.get("ga") == (2, 3, 4) and plain.shapes.get("gb") == (3, 1)
     _assert_same_facts(model, fast, plain)
-    fast_bytes, plain_bytes = _convert_both(model, monkeypatch)
+    fast_bytes, plain_bytes = _convert_both(model)
     assert fast_bytes == plain_bytes
 
 

@@ -10,9 +10,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_bcast
+from onnx_bcast.converters import BARE, STANDARD
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.lowering.engine import lower
 from onnx_bcast.lowering.fast import replay
-from onnx_bcast.ort.prepare import prepare
+from onnx_bcast.ort.rule_set import ort_rule_set
 from tests.case_table import CASES
 from tests.test_case_table import case_model
 
@@ -96,8 +98,7 @@ def _outcome(run, model: onnx.ModelProto) -> bytes | str:
 @pytest.mark.parametrize("name", list(MODELS))
 @pytest.mark.parametrize("form", ["convert", "bare", "prepare"])
 def test_replayed_rewrites_write_what_the_rules_write(name: str, form: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    run = {"convert": onnx_bcast.convert, "bare": lambda m: onnx_bcast.convert(m, guards=False),
-           "prepare": prepare}[form]
+    rule_set = {"convert": STANDARD, "bare": BARE, "prepare": ort_rule_set(False, None)}[form]
     replayed = []
     real_replay = replay._replay
 
@@ -107,9 +108,8 @@ def test_replayed_rewrites_write_what_the_rules_write(name: str, form: str, monk
         return done
 
     monkeypatch.setattr(replay, "_replay", counted)
-    fast = _outcome(run, MODELS[name])
-    monkeypatch.setattr(replay.Replays, "rewrite", lambda *args: False)
-    plain = _outcome(run, MODELS[name])
+    fast = _outcome(lambda m: lower(m, rule_set).model, MODELS[name])
+    plain = _outcome(lambda m: lower(m, rule_set, speedups=False).model, MODELS[name])
     assert fast == plain
     if form != "prepare" and name != "every case twice, invalid ones too":
         assert sum(replayed) >= 2  # replays happened (the first of a kind is replayed from its recording too)

@@ -147,9 +147,13 @@ Progress = Callable[[int, int], None]  # (nodes of ours rewritten, all of them)
 PROGRESS_EVERY = 1000
 
 
-def lower(model: ModelProto, rule_set: RuleSet, *, opset: int | None = None, progress: Progress | None = None
-          ) -> Lowered:
+def lower(model: ModelProto, rule_set: RuleSet, *, opset: int | None = None, progress: Progress | None = None,
+          speedups: bool = True) -> Lowered:
     """A copy of ``model`` with every node of ours rewritten by ``rule_set`` (subgraphs and functions included).
+
+    ``speedups`` (the default) lets ``lowering/fast/`` work: nodes hidden from onnx's inference callbacks, facts
+    shared between alike nodes, rewrites replayed. Off, every node's facts come from onnx and every rule runs; the
+    bytes written are the same (a test compares them).
 
     A function whose nodes of ours cannot be rewritten without knowing its values (pdpd needs ranks, say) is
     inlined at its call sites, where shape inference knows them, and the pass runs again. A legacy model
@@ -158,25 +162,25 @@ def lower(model: ModelProto, rule_set: RuleSet, *, opset: int | None = None, pro
     model, imported = imported_if_legacy(model, opset)
     if imported is not None:
         opset = None
-    lowered = _lower_imported(model, rule_set, opset, progress)
+    lowered = _lower_imported(model, rule_set, opset, progress, speedups)
     lowered.imported = imported
     return lowered
 
 
-def _lower_imported(model: ModelProto, rule_set: RuleSet, opset: int | None, progress: Progress | None
-                    ) -> Lowered:
+def _lower_imported(model: ModelProto, rule_set: RuleSet, opset: int | None, progress: Progress | None,
+                    speedups: bool) -> Lowered:
     with no_cycle_collection():  # many small objects, few cycles: collecting as it goes costs 10-15%
         try:
-            return _lower(model, rule_set, opset, False, progress)
+            return _lower(model, rule_set, opset, False, progress, speedups)
         except BroadcastError as err:
             if not getattr(err, "in_function", False):
                 raise
             logger.debug("inlining the functions that hold our nodes: %s", err)
-        return _lower(model, rule_set, opset, True, progress)
+        return _lower(model, rule_set, opset, True, progress, speedups)
 
 
-def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool, progress: Progress | None
-           ) -> Lowered:
+def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool, progress: Progress | None,
+           speedups: bool) -> Lowered:
     schemas.register()
     copy = working_copy(model, opset, inline or rule_set.inline_functions, rule_set.default_opset)
     lists = walked_node_lists(copy)
@@ -187,7 +191,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     result = Lowered(copy)
     nested = len(lists) != 1 + len(copy.functions)  # subgraphs somewhere
     facts = StaticFacts.empty()
-    if any(declared) and not nested and not survey.redefined:  # our nodes may skip onnx's callbacks
+    if speedups and any(declared) and not nested and not survey.redefined:  # our nodes may skip onnx's callbacks
         facts = hidden_inference.static_facts(copy, declared[0], survey.inputs[0], survey.produced, survey.read)
     elif any(declared):
         with labelled(declared):
@@ -199,7 +203,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     read = set(survey.read)  # by the nodes that stay, and (below) by the new ones and where elision rewires
     done, total = 0, sum(len(found) for found in declared)
     hows: dict[tuple[str, str], str] = {}  # (op, mode) -> the doc_string's mode and rule
-    replays = Replays()
+    replays = Replays() if speedups else None  # (replay needs the signatures that hidden inference gives)
     # children first: rewriting a graph copies its nodes, and with them the subgraphs they hold
     for entry, found, inputs in reversed(list(zip(lists, declared, survey.inputs, strict=True))):
         if not found:
@@ -223,7 +227,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
                            mode_attr=bound.spec.mode_attr, doc=doc)
             emit.elision, emit.constants = elision, constants
             try:
-                if not replays.rewrite(rule, bound, emit):
+                if replays is None or not replays.rewrite(rule, bound, emit):
                     rule.rewrite(emit, bound)
                     emit.prune(bound.outputs)
             except BroadcastError as err:

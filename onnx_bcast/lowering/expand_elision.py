@@ -6,11 +6,11 @@ from onnx import GraphProto, NodeProto
 
 from onnx_bcast.lowering.static_facts import StaticFacts
 from onnx_bcast.model.walk import subgraphs
+from onnx_bcast.ops.elementwise import ELEMENTWISE_OPS
 
-# standard ops that broadcast all their inputs multidirectionally (numpy style)
-BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Equal", "Less", "LessOrEqual", "Greater",
-                "GreaterOrEqual", "And", "Or", "Xor", "Sum", "Mean", "BitShift", "BitwiseAnd", "BitwiseOr",
-                "BitwiseXor"}
+# standard ops that broadcast all their inputs multidirectionally (numpy style): the standard op of each elementwise
+# op of ours (same name), and a few more
+BROADCASTING = {*ELEMENTWISE_OPS, "Sum", "Mean", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}
 
 
 class ExpandElision:

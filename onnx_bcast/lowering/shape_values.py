@@ -16,6 +16,7 @@ import numpy as np
 from onnx import NodeProto, helper
 
 from onnx_bcast.lowering.static_facts import Dims
+from onnx_bcast.ops.elementwise import ELEMENTWISE_OPS
 
 Element = int | tuple[str, int] | None
 Value = tuple[Element, ...] | None
@@ -133,8 +134,7 @@ class ShapeValues:
         return None
 
 
-ELEMENTWISE_SHAPE_OF_A = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Equal", "Less",
-                                    "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor"})
+ELEMENTWISE_SHAPE_OF_A = frozenset(ELEMENTWISE_OPS)
 
 
 def _rule(node: NodeProto) -> str:

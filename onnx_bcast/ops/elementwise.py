@@ -12,7 +12,7 @@ import onnx
 from onnx_bcast.errors import BroadcastError, fmt_shape
 from onnx_bcast.ops.common import Attr, Input, OpSpec, Shape, check_rank, read_array
 from onnx_bcast.ops.memory_guard import check_output_size
-from onnx_bcast.ops.ort_arithmetic import ARITHMETIC, numpy_rule_shape
+from onnx_bcast.ops.ort_arithmetic import ELEMENTWISE_KERNELS, numpy_rule_shape
 
 RULES = ("none", "numpy", "pdpd")
 _ALIASES = {"explicit": "none"}
@@ -81,8 +81,9 @@ def elementwise(op_type: str, a: Any, b: Any, *, auto_broadcast: str = "numpy", 
 
     Pow's exponent may have its own type (the standard op's T1); the other ops take one element type.
     """
-    if op_type not in ARITHMETIC:
-        raise BroadcastError(op_type, "", f"is not an elementwise op of onnx_bcast (known: {', '.join(ARITHMETIC)})")
+    if op_type not in ELEMENTWISE_KERNELS:
+        known = ", ".join(ELEMENTWISE_KERNELS)
+        raise BroadcastError(op_type, "", f"is not an elementwise op of onnx_bcast (known: {known})")
     rule = canonical_rule(auto_broadcast, op_type)
     a = read_array(a, op_type, rule, "A", mode_attr="auto_broadcast")
     b = read_array(b, op_type, rule, "B", mode_attr="auto_broadcast")
@@ -95,7 +96,7 @@ def elementwise(op_type: str, a: Any, b: Any, *, auto_broadcast: str = "numpy", 
         b = b.reshape(pdpd_alignment(a.shape, b.shape, int(axis), op_type))
     try:
         with np.errstate(all="ignore"):
-            out = ARITHMETIC[op_type](a, b, **attrs)
+            out = ELEMENTWISE_KERNELS[op_type](a, b, **attrs)
     except ValueError as err:
         raise BroadcastError(op_type, rule, str(err), mode_attr="auto_broadcast") from None
     return np.asarray(out).reshape(out_shape) if np.shape(out) != out_shape else np.asarray(out)
@@ -115,6 +116,7 @@ def pdpd_axes_plan(rank_a: int, rank_b: int, axis: int) -> tuple[tuple[int, ...]
     return squeeze, unsqueeze
 
 
+ELEMENTWISE_OPS: tuple[str, ...] = tuple(ELEMENTWISE_KERNELS)  # every elementwise op of ours, written once there
 COMPARISONS = ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual")
 LOGICAL = ("And", "Or", "Xor")
 STANDARD_OPSET = 26  # the newest default-domain opset ONNX Runtime 1.31 accepts: its type lists are ours
@@ -233,4 +235,4 @@ def _spec(op: str) -> OpSpec:
     )
 
 
-SPECS = tuple(_spec(op) for op in ARITHMETIC)
+SPECS = tuple(_spec(op) for op in ELEMENTWISE_OPS)

@@ -180,7 +180,8 @@ def _plain(fn: Callable) -> Callable:
     return lambda a, b, **_: fn(a, b)
 
 
-ARITHMETIC: dict[str, Callable[..., np.ndarray]] = {
+# The registry of every elementwise op of ours (their names are written here only): op -> its kernel.
+ELEMENTWISE_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "Add": _plain(np.add), "Sub": _plain(np.subtract), "Mul": _plain(np.multiply), "Div": _div,
     "Pow": _pow, "Max": _max_min(True), "Min": _max_min(False), "Mod": _mod,
     "Equal": _plain(np.equal), "Less": _plain(np.less), "LessOrEqual": _plain(np.less_equal),
