@@ -20,7 +20,7 @@ _INTS: dict[int, tuple[Any, tuple[int, ...]]] = {}  # id(constant) -> (the const
 _MAX_INTS = 4096
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Bound(Declared):
     """A declared node with what is statically known of its inputs (None: unknown) and its output shape."""
 
@@ -97,10 +97,8 @@ def bind(declared: Declared, facts: StaticFacts, in_function: bool = False) -> B
 def _bound(declared: Declared, shapes: list[Dims | None], types: list[int | None], values: list[np.ndarray | None],
            out_shape: tuple[int, ...] | None, in_function: bool) -> Bound:
     """``Bound(...)`` of a declared node: what it says of itself is taken as it is, not derived again."""
-    bound = Bound.__new__(Bound)
-    bound.__dict__.update(declared.__dict__, shapes=shapes, types=types, values=values, out_shape=out_shape,
-                          in_function=in_function, computed=[], fact_names=[], derived_dims=[])
-    return bound
+    return Bound(**vars(declared), shapes=shapes, types=types, values=values, out_shape=out_shape,
+                 in_function=in_function)
 
 
 def _check_shape_inputs(declared: Declared, types: list[int | None], shapes: list[Dims | None]) -> None:

@@ -51,7 +51,7 @@ def labelled(declared: list[list[tuple[int, Declared]]]) -> Iterator[None]:
                 node.ClearField("name")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Declared:
     """What a node says of itself, validated: its spec, label, attributes (defaults filled) and padded inputs."""
 
@@ -60,15 +60,15 @@ class Declared:
     label: str
     attrs: dict[str, Any]
     inputs: list[str]  # padded to the spec's arity, "" for an absent input
+    op: str  # the node's op_type (specs are found by it)
+    mode: str  # the broadcast rule: ``mode`` of the broadcasts, ``auto_broadcast`` of the elementwise ops, else ""
+    outputs: list[str]
+    attribute_key: tuple  # the op type and each attribute's bytes (``attribute_key``)
+    signature: tuple | None = None  # equal signatures, equal static facts (``known_outputs.Decision``)
 
-    def __post_init__(self) -> None:
-        self.attribute_key: tuple | None = None  # set by ``declare``
-        self.signature: tuple | None = None  # equal signatures, equal static facts (``known_outputs.Decision``)
-        self.op: str = self.spec.name  # the node's op_type (specs are found by it)
-        # the broadcast rule: ``mode`` of the broadcasts, ``auto_broadcast`` of the elementwise ops, else ""
-        self.mode: str = str(self.attrs.get(self.spec.mode_attr, ""))
-        self.output: str = self.node.output[0]
-        self.outputs: list[str] = list(self.node.output)
+    @property
+    def output(self) -> str:
+        return self.outputs[0]
 
     def fail(self, detail: str) -> BroadcastError:
         """A BroadcastError naming this node, its op and its mode."""
@@ -100,11 +100,8 @@ def declare(node: NodeProto, index: int, inputs: list[str] | None = None) -> Dec
     padded = given[:kept]
     if kept < len(spec.inputs):
         padded += [""] * (len(spec.inputs) - kept)
-    declared = Declared.__new__(Declared)  # what ``__init__`` and ``__post_init__`` set, without their calls
-    declared.__dict__.update(node=node, spec=spec, label=node_label(node, index), attrs=dict(attrs),
-                             inputs=padded, attribute_key=key, signature=None, op=spec.name, mode=mode,
-                             output=outputs[0], outputs=list(outputs))
-    return declared
+    return Declared(node=node, spec=spec, label=node_label(node, index), attrs=dict(attrs), inputs=padded,
+                    op=spec.name, mode=mode, outputs=list(outputs), attribute_key=key)
 
 
 def _declared(node: NodeProto, index: int, inputs: list[str], key: tuple) -> Declared:
@@ -113,8 +110,10 @@ def _declared(node: NodeProto, index: int, inputs: list[str], key: tuple) -> Dec
     if spec is None:
         raise BroadcastError(node.op_type, "", f"is not an op of domain {DOMAIN!r} "
                                                f"(known: {', '.join(sorted(SPEC_BY_NAME))})", label)
-    declared = Declared(node, spec, label, read_attributes(node, spec, label), padded_inputs(node, spec, label, inputs))
-    declared.attribute_key = key
+    attrs = read_attributes(node, spec, label)
+    declared = Declared(node=node, spec=spec, label=label, attrs=attrs, inputs=padded_inputs(node, spec, label, inputs),
+                        op=spec.name, mode=str(attrs.get(spec.mode_attr, "")), outputs=list(node.output),
+                        attribute_key=key)
     names = [formal.name for formal in spec.inputs]
     if declared.mode == "explicit" and "axes_mapping" in names and not declared.inputs[names.index("axes_mapping")]:
         raise declared.fail("axes_mapping is required in explicit mode")  # the ORT form would read absent as []

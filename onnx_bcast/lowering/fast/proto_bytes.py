@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 NODE_INPUT, NODE_OUTPUT, NODE_NAME, NODE_DOC = 1 << 3 | 2, 2 << 3 | 2, 3 << 3 | 2, 6 << 3 | 2  # NodeProto fields
+NODE_ATTRIBUTE = 5 << 3 | 2
+ATTRIBUTE_NAME, ATTRIBUTE_S = 1 << 3 | 2, 4 << 3 | 2  # AttributeProto fields; its ``type`` is field 20, a varint
+_ATTRIBUTE_TYPE_STRING = b"\xa0\x01\x03"  # field 20 (tag 160 as a varint), AttributeProto.STRING (3)
 GRAPH_NODE = 1 << 3 | 2  # GraphProto.node
 
 
@@ -32,9 +35,14 @@ def text(tag: int, value: str) -> bytes:
     return field(tag, value.encode())
 
 
+def string_attribute(name: str, value: str) -> bytes:
+    """A NodeProto's ``attribute`` field holding one STRING attribute."""
+    return field(NODE_ATTRIBUTE, text(ATTRIBUTE_NAME, name) + text(ATTRIBUTE_S, value) + _ATTRIBUTE_TYPE_STRING)
+
+
 def node(fixed: bytes, inputs: Sequence[str], outputs: Sequence[str], name: str | None, doc: bytes) -> bytes:
-    """A NodeProto: ``fixed`` (its other fields, serialized), inputs, outputs, a name (None: not set, "" is set)
-    and ``doc`` (its doc_string field, or b"")."""
+    """A NodeProto: ``fixed`` (its other fields, serialized: op type, domain, attributes in order), inputs,
+    outputs, a name (None: not set, "" is set) and ``doc`` (its doc_string field, or b"")."""
     parts = []
     add = parts.append
     for tag, values in ((NODE_INPUT, inputs), (NODE_OUTPUT, outputs), (NODE_NAME, () if name is None else (name,))):

@@ -11,11 +11,12 @@ would, and elision is asked the same questions first (another answer: the rule r
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from onnx import NodeProto
+from onnx import AttributeProto, NodeProto, helper
 
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
@@ -67,9 +68,10 @@ class _Template:
     requests: list[tuple[str, Text | tuple[int, ...], str]] = field(default_factory=list)  # name: hint; const
     questions: list[tuple[Text, tuple[int, ...], bool]] = field(default_factory=list)  # can_drop(out, shape)
     effects: list[tuple[str, Text, Text]] = field(default_factory=list)  # ("drop", out, _) or ("rewire", out, src)
-    # the fields that are the same each time (op type, domain, attributes) serialized, inputs, outputs, name (None:
-    # not set)
-    nodes: list[tuple[bytes, list[Text], list[Text], Text | None]] = field(default_factory=list)
+    # op type and domain serialized, the attributes in order (serialized, or a string's name and text), inputs,
+    # outputs, name (None: not set)
+    nodes: list[tuple[bytes, list[bytes | tuple[str, Text]], list[Text], list[Text], Text | None]] = \
+        field(default_factory=list)
     domains: set[str] = field(default_factory=set)  # of the nodes written, the default one left out
 
 
@@ -159,10 +161,8 @@ def _record(rule: Rule, bound: Bound, emit: Emitter, names: list[str]) -> _Templ
     slot or a literal of the rule's own."""
     slots = [name and _slot(names.index(name)) for name in names]
     label, final = len(names), len(names) + 1
-    placeholder = Bound.__new__(Bound)
     n_in = len(bound.inputs)
-    placeholder.__dict__.update(bound.__dict__, node=None, inputs=slots[:n_in], outputs=slots[n_in:],
-                                output=slots[n_in], label=_slot(label))
+    placeholder = dataclasses.replace(bound, node=None, inputs=slots[:n_in], outputs=slots[n_in:], label=_slot(label))
     template = _Template()
     generated = _Names(template, final + 1)
     recorder = _RecordingEmitter(generated, emit.opset, _slot(label), emit.op, emit.mode, emit.allow_initializers,
@@ -177,18 +177,34 @@ def _record(rule: Rule, bound: Bound, emit: Emitter, names: list[str]) -> _Templ
     except Exception:  # noqa: BLE001 - the rule runs on the real node instead, and says what is wrong there
         return None
     for node in recorder.nodes:
-        attributes = list(node.attribute)
-        if any(_MARK in a.SerializeToString() for a in attributes):
-            return None  # a name inside an attribute: not replayed
+        attributes = _attributes(node)
+        if attributes is None:
+            return None  # a name inside an attribute other than a string's value: not replayed
         if node.HasField("doc_string") != bool(emit.doc) or node.HasField("domain") != bool(node.domain):
             return None  # every node the emitter writes has its doc_string, and a domain only when not the default
-        fixed = NodeProto(op_type=node.op_type, attribute=attributes)
+        fixed = NodeProto(op_type=node.op_type)
         if node.domain:
             fixed.domain = node.domain
             template.domains.add(node.domain)
-        template.nodes.append((fixed.SerializeToString(), [_text(n) for n in node.input],
+        template.nodes.append((fixed.SerializeToString(), attributes, [_text(n) for n in node.input],
                                [_text(n) for n in node.output], _text(node.name) if node.HasField("name") else None))
     return template
+
+
+def _attributes(node: NodeProto) -> list[bytes | tuple[str, Text]] | None:
+    """The node's attributes in order: each one serialized as a NodeProto field, or (name, text) for a string
+    attribute whose value holds a slot (a label, such as ONNX Runtime kernels carry); None for a slot elsewhere."""
+    out: list[bytes | tuple[str, Text]] = []
+    for attribute in node.attribute:
+        data = attribute.SerializeToString()
+        if _MARK not in data:
+            out.append(proto_bytes.field(proto_bytes.NODE_ATTRIBUTE, data))
+        elif attribute.type == AttributeProto.STRING and _MARK not in attribute.name.encode() and \
+                attribute == helper.make_attribute(attribute.name, attribute.s.decode()):
+            out.append((attribute.name, _text(attribute.s.decode())))
+        else:
+            return None
+    return out
 
 
 def _replay(template: _Template, bound: Bound, emit: Emitter, names: list[str]) -> bool:
@@ -202,11 +218,13 @@ def _replay(template: _Template, bound: Bound, emit: Emitter, names: list[str]) 
         add_value(names_of(_fill(what, values)) if kind == "name" else const_i64(what, hint))
     doc = proto_bytes.text(proto_bytes.NODE_DOC, emit.doc) if emit.doc else b""
     reads, add_node = emit.reads, emit.serialized.append
-    for fixed, inputs, outputs, name in template.nodes:  # as bytes: the engine splices them in
+    for fixed, attributes, inputs, outputs, name in template.nodes:  # as bytes: the engine splices them in
         ins = [values[t] if type(t) is int else _fill(t, values) for t in inputs]
         outs = [values[t] if type(t) is int else _fill(t, values) for t in outputs]
         node_name = None if name is None else values[name] if type(name) is int else _fill(name, values)
-        add_node(proto_bytes.node(fixed, ins, outs, node_name, doc))
+        filled = b"".join(a if type(a) is bytes else proto_bytes.string_attribute(a[0], _fill(a[1], values))
+                          for a in attributes)
+        add_node(proto_bytes.node(fixed + filled, ins, outs, node_name, doc))
         reads.update(ins)
     emit.domains.update(template.domains)
     for kind, output, source in template.effects:
