@@ -64,9 +64,9 @@ def attribute_value(attr: AttributeProto | None) -> Any:
     return value
 
 
-def _dims(type_proto: TypeProto) -> list[int | str | None] | None:
-    """A tensor type's dims (value, symbol or None), or None when its rank is unknown."""
-    if not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
+def _dims(type_proto: TypeProto | None) -> list[int | str | None] | None:
+    """A tensor type's dims (value, symbol or None), or None when its rank is unknown (or the type is)."""
+    if type_proto is None or not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
         return None
     return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in type_proto.tensor_type.shape.dim]
 
@@ -94,7 +94,8 @@ def _infer_elementwise(spec: OpSpec) -> Inference:
 
     def infer(ctx: InferenceContext) -> None:
         attrs = _node_attributes(spec, ctx)
-        a, b = _dims(ctx.get_input_type(0)), _dims(ctx.get_input_type(1))
+        a_type = ctx.get_input_type(0)  # None where the caller knows no type (onnx's version converter does so
+        a, b = _dims(a_type), _dims(ctx.get_input_type(1))  # for an initializer whose data is in an external file)
         static = [tuple(d) if d is not None and all(isinstance(x, int) for x in d) else None for d in (a, b)]
         try:
             out = spec.static_shape(static, [None, None], attrs)
@@ -107,7 +108,9 @@ def _infer_elementwise(spec: OpSpec) -> Inference:
             dims = _numpy_dims(a, b) if a is not None and b is not None else None
         else:
             dims = a  # none and pdpd: the output has A's shape
-        elem = onnx.TensorProto.BOOL if boolean else ctx.get_input_type(0).tensor_type.elem_type
+        if not boolean and (a_type is None or not a_type.HasField("tensor_type")):
+            return  # A's type unknown: nothing to say of the output's
+        elem = onnx.TensorProto.BOOL if boolean else a_type.tensor_type.elem_type
         ctx.set_output_type(0, helper.make_tensor_type_proto(elem, dims))
     return infer
 
