@@ -26,6 +26,7 @@ from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.ops.backprop import backprop_plan, unbroadcast_plan, v0_plan
 from onnx_bcast.ops.broadcast import MODES
+from onnx_bcast.ops.broadcast_modes import MODE_BY_NAME
 from onnx_bcast.ops.elementwise import RULES
 
 
@@ -45,10 +46,11 @@ class BroadcastBackpropRule:
 
     def rewrite(self, emit: Emitter, bound: Bound) -> None:
         delta, dims, axes = bound.inputs[0], bound.ints(1), bound.ints(2)
-        static_axes = self.mode != "explicit" or axes is not None
+        uses_axes = MODE_BY_NAME[self.mode].uses_axes_mapping
+        static_axes = not uses_axes or axes is not None
         if dims is not None and bound.shapes[0] is not None and static_axes:
             try:  # known dims are judged now; unknown ones at run time
-                mapping = axes if self.mode == "explicit" else axes or None  # the ORT form's empty one: absent
+                mapping = axes if uses_axes else axes or None  # the ORT form's empty one: absent
                 _, aligned, summed, _ = backprop_plan(dims, bound.shapes[0], mapping, mode=self.mode,
                                                       axis=int(bound.attrs["axis"]))
             except BroadcastError as err:
@@ -63,7 +65,7 @@ class BroadcastBackpropRule:
             delta = self._checked(emit, bound, delta)
         guard = Guard(emit, bound)
         rank = guard.rank(delta)
-        if self.mode == "explicit":
+        if uses_axes:
             axes_in = int64_input(emit, bound, 2, "axes_mapping")
             aligned = explicit_aligned(guard, data_shape, axes_in, rank, bound.length(1))
         else:
@@ -72,7 +74,7 @@ class BroadcastBackpropRule:
 
     def _checked(self, emit: Emitter, bound: Bound, delta: str) -> str:
         guard = Guard(emit, bound)
-        axes = int64_input(emit, bound, 2, "axes_mapping") if self.mode == "explicit" else None
+        axes = int64_input(emit, bound, 2, "axes_mapping") if MODE_BY_NAME[self.mode].uses_axes_mapping else None
         broadcast_backprop_conditions(guard, bound, int64_input(emit, bound, 1, "data_shape"), emit.shape(delta),
                                       axes)
         return checked_delta(emit, guard, delta)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnx_bcast.converters.guards import Guard
-from onnx_bcast.converters.mode_guards import mode_conditions, pdpd_start
+from onnx_bcast.converters.mode_guards import mode_conditions, no_axes_mapping, pdpd_start
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.ops.common import MAX_RANK
@@ -21,9 +21,7 @@ def broadcast_backprop_conditions(guard: Guard, bound: Bound, data_shape: str, d
                                   axes: str | None) -> None:
     """``delta_shape`` must be the forward output for ``data_shape`` under the node's mode."""
     guard.require(guard.at_least(data_shape, guard.i64(0)), "data_shape dims must not be negative")
-    if bound.mode != "explicit" and bound.inputs[2]:  # the ORT form carries an empty one: only that may come
-        guard.require(guard.op("Equal", guard.length(bound.inputs[2]), guard.i64(0)),
-                      f"{bound.mode}: axes_mapping is only allowed in explicit mode")
+    no_axes_mapping(guard, bound)
     mode_conditions(guard, bound.mode, data_shape, delta_shape, axes, unidirectional=True)
 
 

@@ -10,6 +10,7 @@ from onnx_bcast.converters.mode_guards import checked_target
 from onnx_bcast.converters.shape_inputs import int64_input
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
+from onnx_bcast.ops.broadcast_modes import BROADCAST_MODES
 
 
 class ExpandToTarget:
@@ -38,5 +39,5 @@ class ExpandToTarget:
 
 
 def rules(guards: bool) -> list[ExpandToTarget]:
-    return [ExpandToTarget(op, mode, guards) for op in ("Broadcast", "Expand")
-            for mode in ("numpy", "bidirectional", "pdpd")]
+    return [ExpandToTarget(op, mode.name, guards) for op in ("Broadcast", "Expand")
+            for mode in BROADCAST_MODES if not mode.uses_axes_mapping]

@@ -3,9 +3,12 @@ that the forward rules and the backprop rules share."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from onnx_bcast.converters.guards import Guard
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
+from onnx_bcast.ops.broadcast_modes import MODE_BY_NAME
 from onnx_bcast.ops.common import MAX_RANK
 
 
@@ -17,12 +20,17 @@ def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: st
     guard, mode = Guard(emit, bound), bound.mode
     guard.no_negative_dims(target)
     guard.representable(target)
-    if mode != "explicit" and bound.inputs[2]:  # the ORT form carries an empty one: only that may come
-        guard.require(guard.op("Equal", guard.length(bound.inputs[2]), guard.i64(0)),
-                      f"{mode}: axes_mapping is only allowed in explicit mode")
+    no_axes_mapping(guard, bound)
     data_shape = emit.shape(data)
     mode_conditions(guard, mode, data_shape, target, axes)
     return guard.tie_expand(carrier or data, target, data_shape if carrier is None else None)
+
+
+def no_axes_mapping(guard: Guard, bound: Bound) -> None:
+    """In a mode without ``axes_mapping``, the one given must be empty (the ORT form carries an absent one so)."""
+    if not MODE_BY_NAME[bound.mode].uses_axes_mapping and bound.inputs[2]:
+        guard.require(guard.op("Equal", guard.length(bound.inputs[2]), guard.i64(0)),
+                      f"{bound.mode}: axes_mapping is only allowed in explicit mode")
 
 
 def mode_conditions(guard: Guard, mode: str, d: str, target: str, axes: str | None = None,
@@ -31,19 +39,27 @@ def mode_conditions(guard: Guard, mode: str, d: str, target: str, axes: str | No
     ``unidirectional`` the output must be the target itself (a gradient's ``delta``), bidirectional included."""
     big_r = guard.length(target)
     guard.require(guard.at_most(big_r, guard.i64(MAX_RANK)), f"ranks are at most {MAX_RANK}")
-    if mode == "numpy" or (mode == "bidirectional" and unidirectional):
-        r = guard.length(d)
-        guard.require(guard.at_least(big_r, r), f"{mode}: the target rank must be at least the data rank")
-        tail = guard.slice(target, guard.op("Sub", big_r, r), big_r)
-        fits = guard.op("Or", guard.op("Equal", d, guard.i64(1)), guard.op("Equal", d, tail))
-        guard.require(fits, f"{mode}: each data dim must be 1 or equal the target dim it meets")
-    elif mode == "pdpd":
-        _pdpd(guard, guard.bound, d, target, big_r, unidirectional)
-    elif mode == "explicit":
-        _explicit(guard, guard.bound, d, target, big_r, axes)
+    CONDITIONS[mode](guard, guard.bound, d, target, big_r, axes, unidirectional)
 
 
-def _pdpd(guard: Guard, bound: Bound, d: str, target: str, big_r: str, unidirectional: bool = False) -> None:
+def _numpy(guard: Guard, bound: Bound, d: str, target: str, big_r: str, axes: str | None,
+           unidirectional: bool) -> None:
+    r = guard.length(d)
+    guard.require(guard.at_least(big_r, r), f"{bound.mode}: the target rank must be at least the data rank")
+    tail = guard.slice(target, guard.op("Sub", big_r, r), big_r)
+    fits = guard.op("Or", guard.op("Equal", d, guard.i64(1)), guard.op("Equal", d, tail))
+    guard.require(fits, f"{bound.mode}: each data dim must be 1 or equal the target dim it meets")
+
+
+def _bidirectional(guard: Guard, bound: Bound, d: str, target: str, big_r: str, axes: str | None,
+                   unidirectional: bool) -> None:
+    if unidirectional:  # the output is the target: numpy's conditions
+        _numpy(guard, bound, d, target, big_r, axes, unidirectional)
+    # else nothing: the standard Expand broadcasts bidirectionally and checks it itself
+
+
+def _pdpd(guard: Guard, bound: Bound, d: str, target: str, big_r: str, axes: str | None,
+          unidirectional: bool) -> None:
     r = guard.length(d)
     start = pdpd_start(guard, bound, big_r, r)
     guard.require(guard.at_least(big_r, start), "pdpd: the start axis must be within the target rank")
@@ -64,7 +80,8 @@ def pdpd_start(guard: Guard, bound: Bound, ra: str, rb: str) -> str:
     return guard.op("Sub", ra, rb) if axis == -1 else guard.i64(axis)
 
 
-def _explicit(guard: Guard, bound: Bound, d: str, target: str, big_r: str, axes: str) -> None:
+def _explicit(guard: Guard, bound: Bound, d: str, target: str, big_r: str, axes: str | None,
+              unidirectional: bool) -> None:
     n = guard.length(axes)
     guard.require(guard.at_least(axes, guard.i64(0)), "explicit: axes_mapping must not be negative")
     guard.require(guard.op("Less", axes, big_r), "explicit: axes_mapping must lie within the target rank")
@@ -80,3 +97,8 @@ def _explicit(guard: Guard, bound: Bound, d: str, target: str, big_r: str, axes:
                   "explicit: a scalar's mapped target dim must be 1")
     fits = guard.op("Or", guard.op("Equal", d, one), guard.op("Equal", d, mapped))
     guard.require(fits, "explicit: each data dim must be 1 or equal its mapped target dim")
+
+
+# each mode's run-time conditions (a mode of ops.broadcast_modes without an entry here fails tests/test_structure.py)
+CONDITIONS: dict[str, Callable[[Guard, Bound, str, str, str, str | None, bool], None]] = {
+    "numpy": _numpy, "explicit": _explicit, "bidirectional": _bidirectional, "pdpd": _pdpd}

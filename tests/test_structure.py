@@ -92,3 +92,11 @@ def test_rules_state_their_rewrite() -> None:
     for rule in [*STANDARD.rules.values(), *ort_rule_set().rules.values()]:
         doc = type(rule).__doc__ or ""
         assert "->" in doc, f"{type(rule).__name__} does not state its rewrite"
+
+
+def test_every_broadcast_mode_has_its_run_time_conditions() -> None:
+    """A mode added to ops.broadcast_modes needs its conditions in converters.mode_guards (and the other way)."""
+    from onnx_bcast.converters.mode_guards import CONDITIONS
+    from onnx_bcast.ops.broadcast_modes import BROADCAST_MODES
+
+    assert set(CONDITIONS) == {mode.name for mode in BROADCAST_MODES} == set(MODES)

@@ -15,6 +15,7 @@ from onnx_bcast.onnx_defs import schemas
 from onnx_bcast.onnx_defs.inference import attribute_value
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.broadcast import canonical_mode
+from onnx_bcast.ops.broadcast_modes import MODE_BY_NAME
 from onnx_bcast.ops.common import ATTR_PROTO_KIND, OpSpec
 from onnx_bcast.ops.elementwise import canonical_rule
 
@@ -115,8 +116,9 @@ def _declared(node: NodeProto, index: int, inputs: list[str], key: tuple) -> Dec
                         op=spec.name, mode=str(attrs.get(spec.mode_attr, "")), outputs=list(node.output),
                         attribute_key=key)
     names = [formal.name for formal in spec.inputs]
-    if declared.mode == "explicit" and "axes_mapping" in names and not declared.inputs[names.index("axes_mapping")]:
-        raise declared.fail("axes_mapping is required in explicit mode")  # the ORT form would read absent as []
+    if "axes_mapping" in names and MODE_BY_NAME[declared.mode].uses_axes_mapping and \
+            not declared.inputs[names.index("axes_mapping")]:  # the ORT form would read absent as []
+        raise declared.fail(f"axes_mapping is required in {declared.mode} mode")
     return declared
 
 

@@ -18,6 +18,7 @@ from onnx import AttributeProto, TensorProto, TypeProto, helper
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.onnx_defs.input_keys import static_shape_of, value_key
 from onnx_bcast.ops import SPEC_BY_NAME
+from onnx_bcast.ops.broadcast_modes import MODE_BY_NAME
 from onnx_bcast.ops.broadcast_shape import canonical_mode
 from onnx_bcast.ops.common import OpSpec, Shape
 from onnx_bcast.ops.elementwise import canonical_rule
@@ -181,7 +182,7 @@ def infer_function(spec: OpSpec, guarded: bool) -> Inference:
 
 def _target_rank(op: str, attrs: dict, values: list) -> int | None:
     """The output rank of a Broadcast/Expand whose target is a known 1-D constant, in the modes where the output
-    has the target's rank whatever the data (numpy, explicit, pdpd); else None."""
+    has the target's rank whatever the data (``BroadcastMode.output_has_target_rank``); else None."""
     if op not in ("Broadcast", "Expand") or len(values) < 2 or values[1] is None:
         return None
     try:
@@ -189,7 +190,7 @@ def _target_rank(op: str, attrs: dict, values: list) -> int | None:
     except BroadcastError:
         return None  # the rule says so where it is checked
     dims = values[1][2]  # (dtype, data, shape)
-    return int(dims[0]) if mode in ("numpy", "explicit", "pdpd") and len(dims) == 1 else None
+    return int(dims[0]) if MODE_BY_NAME[mode].output_has_target_rank and len(dims) == 1 else None
 
 
 def inference_function(spec: OpSpec) -> Inference:

@@ -17,6 +17,7 @@ from onnx_bcast.ops.backprop import (
     unbroadcast_plan,
     v0_plan,
 )
+from onnx_bcast.ops.broadcast_modes import MODE_BY_NAME
 from onnx_bcast.ops.common import INDEX_TYPES, Attr, Input, OpSpec, Shape
 from onnx_bcast.ops.elementwise import elementwise_shape
 
@@ -38,7 +39,7 @@ def _present(values: list[Any], i: int) -> Any:
 def _backprop_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None
                      ) -> np.ndarray:
     axes = _present(inputs, 2)
-    if axes is not None and attrs["mode"] != "explicit" and np.size(axes) == 0:
+    if axes is not None and not MODE_BY_NAME[attrs["mode"]].uses_axes_mapping and np.size(axes) == 0:
         axes = None  # the ORT form carries an absent axes_mapping as an empty one
     return broadcast_backprop(inputs[0], inputs[1], axes, mode=attrs["mode"], axis=attrs["axis"])
 

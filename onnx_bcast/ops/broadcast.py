@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from onnx_bcast.ops.broadcast_modes import BROADCAST_MODES
 from onnx_bcast.ops.broadcast_shape import (  # noqa: F401  (the family's names, imported from here too)
     CANONICAL_MODES,
     MODES,
@@ -76,14 +77,14 @@ def expand(data: Any, shape: Any, axes_mapping: Any = None, *, mode: str = "bidi
     return broadcast(data, shape, axes_mapping, mode=mode, axis=axis, op="Expand", max_output_bytes=max_output_bytes)
 
 
-_NOT_EXPLICIT = frozenset(("numpy", "bidirectional", "pdpd"))
+_WITHOUT_AXES = frozenset(mode.name for mode in BROADCAST_MODES if not mode.uses_axes_mapping)
 
 
 def _kernel(op: str):
     def run(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None) -> np.ndarray:
         data, target, axes = inputs if len(inputs) == 3 else (*inputs, None, None)[:3]
         mode = attrs["mode"]
-        if axes is not None and not axes.size and (mode in _NOT_EXPLICIT or canonical_mode(mode, op) != "explicit"):
+        if axes is not None and not axes.size and (mode in _WITHOUT_AXES or canonical_mode(mode, op) in _WITHOUT_AXES):
             axes = None  # the ONNX Runtime form's empty axes_mapping: absent
         return broadcast(data, target, axes, mode=attrs["mode"], axis=attrs["axis"], op=op,
                          max_output_bytes=max_output_bytes)
