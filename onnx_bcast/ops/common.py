@@ -132,11 +132,6 @@ def as_array(data: Any) -> np.ndarray:
     return data if isinstance(data, np.ndarray) else np.asarray(data)
 
 
-def ints_or_none(values: Sequence[int] | np.ndarray | None) -> np.ndarray | None:
-    """Integer values as an int64 array, None stays None."""
-    return None if values is None else np.asarray(values, dtype=np.int64)
-
-
 MAX_RANK = 64  # numpy 2's limit on dimensions; SPEC §2: ranks up to 64 work, a rank over 64 is an error
 
 
