@@ -6,6 +6,7 @@ import errno
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 logger = logging.getLogger("onnx_bcast.model.data_files")
@@ -24,12 +25,13 @@ def checked_file(folder: Path, location: str, where: str) -> Path:
     return target
 
 
-def place(locations: list[str], source: Path, target: Path, staging: Path) -> list[tuple[Path, Path]]:
+def place(locations: list[str], source: Path, target: Path, stage: Callable[[Path], Path]
+          ) -> list[tuple[Path, Path]]:
     """The data files ``locations`` (in ``source``) made available in folder ``target``: nothing to do where the
-    folders are the same (the output refers to the input's files); else a copy made in ``staging`` (a folder beside
-    ``target``): a reflink where the file system can share the blocks, else the data regions only (a sparse file
-    stays sparse), never through Python's memory. Returns the (staged, final) pairs to move into place. A different
-    file of the same name already in ``target`` is an error: it is not overwritten.
+    folders are the same (the output refers to the input's files); else a copy made at ``stage(final)`` (a temporary
+    name beside the final file): a reflink where the file system can share the blocks, else the data regions only
+    (a sparse file stays sparse), never through Python's memory. Returns the (staged, final) pairs to move into
+    place. A different file of the same name already in ``target`` is an error: it is not overwritten.
 
     Not hard links: onnx (1.18 and later) refuses to read external data from a file with several links, as a
     possible hard-link attack. Not symbolic links: onnx, ONNX Runtime and onnx-bcast refuse data outside the
@@ -44,8 +46,8 @@ def place(locations: list[str], source: Path, target: Path, staging: Path) -> li
         if final.exists():
             raise FileExistsError(errno.EEXIST, f"{final} exists and is not the input's data file {original}; "
                                                 "write the model to another folder", str(final))
-        staged = staging / location
-        staged.parent.mkdir(parents=True, exist_ok=True)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staged = stage(final)
         how = copy_file(original, staged)
         logger.info("copied %s to %s (%s)", original, final, how)
         moves.append((staged, final))

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import tempfile
+import secrets
 from pathlib import Path
 
 import onnx
-from onnx.external_data_helper import convert_model_to_external_data, uses_external_data
+from onnx.external_data_helper import (
+    convert_model_to_external_data,
+    uses_external_data,
+    write_external_data_tensors,
+)
 
 from onnx_bcast.model import data_files, external_data
 
@@ -127,10 +130,10 @@ def save_atomically(model: onnx.ModelProto, path: Path, external: bool = False) 
     same names (``data_files.place``: the files themselves in the same folder, else copies, reflinked or sparse
     where the file system allows); the input's files are never written. Inline tensors over 1 KiB go to a new
     ``<name>.data`` (another name if that one is taken) when ``external`` or when the model is over protobuf's
-    2 GiB limit; then ``model``'s tensors are turned into external references in place. Everything is written
-    into a temporary folder beside ``path`` and renamed into place at the end; afterwards ``model`` refers to the
-    files beside ``path``. An OS error (a read-only folder, ``path`` a folder, a full disk) is an ``OSError``
-    naming ``path``, never the temporary files.
+    2 GiB limit; then ``model``'s tensors are turned into external references in place. Each file is written
+    under a hidden temporary name beside its final one and renamed into place at the end; afterwards ``model``
+    refers to the files beside ``path``. An OS error (a read-only folder, ``path`` a folder, a full disk) is an
+    ``OSError`` naming ``path``, never the temporary files.
     """
     path = Path(path)
     try:
@@ -160,29 +163,26 @@ def _save_atomically(model: onnx.ModelProto, path: Path, external: bool) -> None
                              "beside it, and the model does not say where they are (load it with "
                              "onnx_bcast.load_model, or onnx.load with its data); nothing written")
     data_name = _free_data_name(path, locations)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    staged: list[Path] = []
+    token = f"{os.getpid()}-{secrets.token_hex(4)}"
+
+    def stage(final: Path) -> Path:
+        """A new hidden name beside ``final``, removed at the end unless renamed to ``final``."""
+        staged.append(final.parent / f".{final.name}.{token}.tmp")
+        return staged[-1]
+
     written = False
     try:
-        moves = data_files.place(locations, source, folder, staging) if source is not None else []
-        tmp = staging / path.name
+        moves = data_files.place(locations, source, folder, stage) if source is not None else []
+        tmp = stage(path)
         external_data.set_folder(model, None)  # for onnx-bcast only: not written
         inline_out = (external and any(len(t.raw_data) >= 1024 for t in external_data.all_tensors(model))) or \
             model.ByteSize() > PROTOBUF_LIMIT
         if inline_out:
-            convert_model_to_external_data(model, all_tensors_to_one_file=True, location=data_name,
-                                           size_threshold=1024)
-            skeleton = _size_without_external_data(model)
-            if skeleton > PROTOBUF_LIMIT:
-                raise ModelTooLarge(f"{path}: the model is {skeleton} bytes without its large tensors, over "
-                                    f"protobuf's limit of {PROTOBUF_LIMIT} bytes; nothing written")
-            onnx.save_model(model, str(tmp), save_as_external_data=True, all_tensors_to_one_file=True,
-                            location=data_name, size_threshold=1024)
-        else:
-            onnx.save_model(model, str(tmp))
-        for staged, final in moves:
-            os.replace(staged, final)
-        if (staging / data_name).exists():
-            os.replace(staging / data_name, path.parent / data_name)
+            moves.append(_write_inline_data(model, path, data_name, stage(path.parent / data_name)))
+        onnx.save_model(model, str(tmp))
+        for staged_file, final in moves:
+            os.replace(staged_file, final)
         os.replace(tmp, path)
         written = True
     finally:
@@ -190,7 +190,25 @@ def _save_atomically(model: onnx.ModelProto, path: Path, external: bool) -> None
             external_data.set_folder(model, folder)  # every file it refers to is now beside ``path``
         elif source is not None:
             external_data.set_folder(model, source)
-        shutil.rmtree(staging, ignore_errors=True)
+        for name in staged:
+            if not written or name.exists():
+                name.unlink(missing_ok=True)
+
+
+def _write_inline_data(model: onnx.ModelProto, path: Path, data_name: str, staged: Path) -> tuple[Path, Path]:
+    """The inline tensors of 1 KiB or more written to ``staged``, and ``model``'s tensors turned into references to
+    ``data_name`` (the name ``staged`` takes when renamed); returns that rename."""
+    convert_model_to_external_data(model, all_tensors_to_one_file=True, location=staged.name, size_threshold=1024)
+    skeleton = _size_without_external_data(model)
+    if skeleton > PROTOBUF_LIMIT:
+        raise ModelTooLarge(f"{path}: the model is {skeleton} bytes without its large tensors, over "
+                            f"protobuf's limit of {PROTOBUF_LIMIT} bytes; nothing written")
+    write_external_data_tensors(model, str(staged.parent))
+    for tensor in external_data.all_tensors(model):
+        for entry in tensor.external_data:
+            if entry.key == "location" and entry.value == staged.name:
+                entry.value = data_name
+    return staged, path.parent / data_name
 
 
 def save_model(model: onnx.ModelProto, path: str | os.PathLike) -> None:
