@@ -17,9 +17,11 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 import onnx_bcast
 from onnx_bcast.model import external_data, files
+from onnx_bcast.model.mapped_weights import mapped_weights
 
 DOMAIN = "onnx_bcast"
 OURS = [helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)]
@@ -341,3 +343,40 @@ def test_a_legacy_model_with_external_weights_converts_and_runs(tmp_path: Path) 
         session = onnx_bcast.InferenceSession(source / "legacy.onnx", backend=backend)
         np.testing.assert_array_equal(session.run(None, {"x": x})[0], expected)
     assert _digests(source) == before
+
+
+def test_verify_checks_invalid_inputs_without_reading_the_weights(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``convert(verify=True)`` runs ``onnx.reference`` on the inputs the original rejects: the external weights are
+    fed to it as memory maps, never read into the proto (onnx's loaders fail here). x [N, 4] + W [3, 4] (numpy
+    rule): N = 3 is valid, the variant N = 4 is rejected by the original and must fail in both runtimes."""
+    w = np.arange(12, dtype=F32).reshape(3, 4)
+    (tmp_path / "w.bin").write_bytes(w.tobytes())
+    node = helper.make_node("Add", ["x", "W"], ["y"], domain=DOMAIN, name="add", auto_broadcast="numpy")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [_refer("W", TensorProto.FLOAT, [3, 4], "w.bin", 0, 48)])
+    onnx.save(helper.make_model(graph, opset_imports=OURS, ir_version=10), tmp_path / "m.onnx")
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(F32)
+    seen: list[str] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the weights were read into the proto")
+
+    real_run = ReferenceEvaluator.run
+
+    def run(self: ReferenceEvaluator, outputs: object, feeds: dict[str, np.ndarray]) -> list:
+        if "W" in feeds:
+            seen.append(type(feeds["W"]).__name__)
+        return real_run(self, outputs, feeds)
+
+    monkeypatch.setattr(onnx, "load_external_data_for_model", refuse)
+    monkeypatch.setattr(onnx.external_data_helper, "load_external_data_for_tensor", refuse)
+    monkeypatch.setattr(ReferenceEvaluator, "run", run)
+    converted = onnx_bcast.convert(str(tmp_path / "m.onnx"), verify=True, feeds={"x": x})
+    assert seen and set(seen) == {"memmap"}  # onnx.reference ran on a rejected input, W mapped
+    _no_inline_weights(converted)
+    graph_only, weights = mapped_weights(converted)
+    monkeypatch.setattr(ReferenceEvaluator, "run", real_run)
+    out = ReferenceEvaluator(graph_only).run(None, {"x": x, **weights})[0]
+    np.testing.assert_array_equal(out, x + w)
