@@ -25,6 +25,7 @@ from onnx_bcast.ops.elementwise import ELEMENTWISE_OPS, POW_EXPONENTS_AS_DOUBLE,
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
 
 _FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+_SIGNED = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64)
 
 
 class ElementwiseRule:
@@ -55,6 +56,9 @@ class ElementwiseRule:
     def rewrite(self, emit: Emitter, bound: Bound) -> None:
         if self.op == "Mod" and not int(bound.attrs["fmod"]) and bound.types[0] in _FLOAT_TYPES:
             emit.require(28, "Mod of floating-point inputs with fmod=0")  # ONNX defines it from Mod-28 on
+        if self.op == "Div" and int(bound.attrs["pythondiv"]) and bound.types[0] is None:
+            raise emit.fail("pythondiv=1 floors signed integers only: converting it needs A's element type (onnx "
+                            "shape inference found none)")
         if bound.types[0] is None and bound.in_function and form_depends_on_type(self.op, emit.opset):
             raise emit.fail(f"the standard {self.op}-{emit.opset} is written per element type, which a function body "
                             "does not give (its call sites do)")
@@ -69,6 +73,9 @@ class ElementwiseRule:
     def emit_standard(self, emit: Emitter, bound: Bound, b: str, form: str) -> None:
         """The standard op on A and ``b``, B already aligned for numpy broadcasting."""
         attrs = {"fmod": int(bound.attrs["fmod"])} if self.op == "Mod" else {}
+        if self.op == "Div" and int(bound.attrs["pythondiv"]) and bound.types[0] in _SIGNED:
+            _floor_div(emit, bound.inputs[0], b, bound.output, form, bound.types[0])
+            return
         emit.elementwise(self.op, bound.inputs[0], b, bound.output, form, bound.types[0], **attrs)
 
     def align_pdpd(self, emit: Emitter, bound: Bound) -> str:
@@ -86,6 +93,20 @@ class ElementwiseRule:
         if unsqueeze:
             b = emit.unsqueeze(b, unsqueeze)
         return b
+
+
+def _floor_div(emit: Emitter, a: str, b: str, output: str, form: str, elem: int) -> None:
+    """``q - (q * b != a and (a < 0) != (b < 0))`` with ``q = Div(a, b)`` (truncated): the floor quotient of signed
+    integers (``q * b`` is in range, and the minimum divided by -1 wraps as in the kernel). ``x < x - x`` is
+    ``x < 0`` in x's own shape, with no constant of the type."""
+    q = emit.elementwise("Div", a, b, None, form, elem)
+    product = emit.elementwise("Mul", q, b, None, emit.elementwise_form("Mul", elem), elem)
+    exact = emit.elementwise("Equal", product, a, None, emit.elementwise_form("Equal", elem), elem)
+    signs = [emit.elementwise("Less", x, emit.elementwise("Sub", x, x, None, emit.elementwise_form("Sub", elem),
+                                                            elem), None, emit.elementwise_form("Less", elem), elem)
+             for x in (a, b)]
+    adjust = emit.standard("And", [emit.standard("Not", [exact]), emit.standard("Xor", signs)])
+    emit.elementwise("Sub", q, emit.cast(adjust, elem), output, emit.elementwise_form("Sub", elem), elem)
 
 
 def _checked_past_a(emit: Emitter, bound: Bound, b: str, axes: tuple[int, ...]) -> str:

@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("openvino",),  # OpenVINO's ONNX frontend extensions
     ("random_inputs", "verify"),  # the equivalence check
     ("convert", "ir_pass"),  # the public conversion API
+    ("onnxifier",),  # OpenVINO IR through onnxifier, lowered by convert
     ("",),  # the package's __init__: the public API
     ("cli", "__main__"),  # the command
 ]

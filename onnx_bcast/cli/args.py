@@ -15,6 +15,7 @@ _EXAMPLES = {
     "check": "example:\n  onnx-bcast check models/batchnorm_v0.onnx",
     "demo": "example:\n  onnx-bcast demo",
     "ops": "example:\n  onnx-bcast ops",
+    "from-ir": "example:\n  onnx-bcast from-ir model.xml -o model.onnx --verify",
 }
 _SHAPE = re.compile(r"(?P<name>.+):\[(?P<dims>\s*\d+(?:\s*,\s*\d+)*\s*|\s*)\]")
 
@@ -115,6 +116,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler="demo")
     ops = add("ops", "list onnx-bcast's ops with their inputs, attributes, defaults and modes")
     ops.set_defaults(handler="ops")
+    from_ir = add("from-ir", "OpenVINO IR (.xml + .bin) to ONNX through onnxifier, OpenVINO's broadcasts and binary "
+                             "ops lowered by onnx-bcast (needs onnx-bcast[onnxifier])")
+    from_ir.add_argument("model", help="the IR's .xml file (its weights in the .bin beside it)")
+    from_ir.add_argument("-o", "--output", required=True, help="where to write the ONNX model")
+    from_ir.add_argument("--keep-ops", action="store_true",
+                         help="keep onnx_bcast nodes (for onnx_bcast.InferenceSession or OpenVINO with our extensions)")
+    from_ir.add_argument("--no-guards", action="store_true", help="leave out the run-time checks")
+    from_ir.add_argument("--verify", action="store_true",
+                         help="compare with OpenVINO on the IR itself, on random inputs, before writing")
+    from_ir.add_argument("--seed", type=seed, default=0, help="with --verify: seed of the random inputs (default: 0)")
+    from_ir.add_argument("--pythondiv", choices=("reference", "cpu"), default="reference",
+                         help="integer Divide with m_pythondiv=true: floor as OpenVINO's reference kernels, or as "
+                              "its CPU plugin (floor under pdpd broadcasting only) (default: %(default)s)")
+    from_ir.set_defaults(handler="from-ir")
     return parser
 
 
@@ -125,6 +140,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     command: argparse.ArgumentParser = args.parser
     if args.quiet and args.verbose:
         command.error("argument -q/--quiet: not allowed with argument -v/--verbose")
+    if args.command == "from-ir" and args.keep_ops and args.no_guards:
+        command.error("argument --no-guards: guards are written when our nodes are lowered; --keep-ops keeps them")
     if args.command == "convert" and not args.verify:
         for option, value in (("--input", args.input), ("--input-shapes", args.input_shapes),
                               ("--seed", args.seed)):

@@ -154,7 +154,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK if run_demo(print) else EXIT_MODEL
 
 
-HANDLERS = {"convert": cmd_convert, "run": cmd_run, "check": cmd_check, "demo": cmd_demo, "ops": cmd_ops}
+def cmd_from_ir(args: argparse.Namespace) -> int:
+    from onnx_bcast.cli.from_ir import cmd_from_ir as run
+
+    return run(args)
+
+
+HANDLERS = {"convert": cmd_convert, "run": cmd_run, "check": cmd_check, "demo": cmd_demo, "ops": cmd_ops,
+            "from-ir": cmd_from_ir}
 
 
 def one_line(text: str) -> str:

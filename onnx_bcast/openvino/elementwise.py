@@ -87,6 +87,16 @@ def wrap_to(value: Output, elem: Any) -> Output:
     return ops.convert(wrapped, elem).output(0)
 
 
+def _floored(q: Output, a: Output, b: Output, attributes: dict[str, Any]) -> Output:
+    """The truncated quotient ``q`` of signed integers floored: minus 1 where ``q * b != a`` and the signs differ
+    (OpenVINO's own ``m_pythondiv`` floors in its reference, but its CPU plugin truncates under numpy broadcasting)."""
+    zero = ops.constant(np.zeros((), q.get_element_type().to_dtype()))
+    rule = {k: v for k, v in attributes.items() if k != "m_pythondiv"}  # B meets A (or q) as in the division
+    signs = create("LogicalXor", [ops.less(a, zero).output(0), ops.less(b, zero).output(0)], rule)[0]
+    adjust = ops.logical_and(ops.not_equal(create("Multiply", [q, b], rule)[0], a), signs)
+    return ops.subtract(q, ops.convert(adjust, q.get_element_type())).output(0)
+
+
 def _check_types(op: str, rule: str, a: Output, b: Output, fmod: int) -> None:
     ta, tb = a.get_element_type(), b.get_element_type()
     shapes = f"A {fmt(dims(a))}, B {fmt(dims(b))}"
@@ -105,6 +115,7 @@ def elementwise(ctx: Any, op: str) -> list[Output]:
     rule = canonical_rule(attr(ctx, "auto_broadcast", "numpy"), op)
     axis = int_attr(ctx, "axis", -1, op, rule, "auto_broadcast")
     fmod = int_attr(ctx, "fmod", 0, op, rule, "auto_broadcast") if op == "Mod" else 0
+    floor = op == "Div" and bool(int_attr(ctx, "pythondiv", 0, op, rule, "auto_broadcast"))
     a, b = input_at(ctx, 0), input_at(ctx, 1)
     _check_types(op, rule, a, b, fmod)
     ta, tb = a.get_element_type(), b.get_element_type()
@@ -135,6 +146,8 @@ def elementwise(ctx: Any, op: str) -> list[Output]:
     outputs = create(ov_op, [a, b], attributes)
     if ov_op == "Divide":  # keep it a division: the CPU plugin's a * b**-1 is 1 ulp off for a quarter of quotients
         outputs[0].get_node().get_rt_info()[EXACT_DIVIDE] = True
+        if floor and ta.is_integral() and ta.is_signed():
+            outputs = [_floored(outputs[0], a, b, attributes)]
     if wrap:
         outputs = [wrap_to(outputs[0], ta)]
     elif convert_back is not None:

@@ -196,7 +196,7 @@ def form_depends_on_type(op: str, opset: int) -> bool:
 
 def _kernel(op: str) -> Callable[[list[np.ndarray | None], dict[str, Any]], np.ndarray]:
     def run(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None) -> np.ndarray:
-        extra = {"fmod": int(attrs["fmod"])} if "fmod" in attrs else {}
+        extra = {name: int(attrs[name]) for name in ("fmod", "pythondiv") if name in attrs}
         return elementwise(op, inputs[0], inputs[1], auto_broadcast=attrs["auto_broadcast"], axis=int(attrs["axis"]),
                            max_output_bytes=max_output_bytes, **extra)
     return run
@@ -216,6 +216,8 @@ def _spec(op: str) -> OpSpec:
              Attr("axis", "int", -1, "pdpd: the axis of A that B's first axis meets; -1 aligns B to the right")]
     if op == "Mod":
         attrs.append(Attr("fmod", "int", 0, "as ONNX Mod: 1 for C fmod (sign of the dividend)"))
+    if op == "Div":
+        attrs.append(Attr("pythondiv", "int", 0, "OpenVINO's m_pythondiv: 1 floors signed integer quotients"))
     boolean_out = op in COMPARISONS or op in LOGICAL
     b_type = "T1" if op == "Pow" else "T"  # Pow's exponent has its own type, as in the standard op
     extra = (("T1", ("tensor(bool)",)),) if boolean_out else (("T1", standard_types(op, "T1")),) if b_type == "T1" \

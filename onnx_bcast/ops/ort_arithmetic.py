@@ -143,9 +143,16 @@ def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
 
 
-def _div(a: np.ndarray, b: np.ndarray, **_: Any) -> np.ndarray:
+def _div(a: np.ndarray, b: np.ndarray, pythondiv: int = 0, **_: Any) -> np.ndarray:
+    """ONNX Div; with ``pythondiv`` (OpenVINO's ``m_pythondiv``), signed integers floor instead of truncating: the
+    truncated quotient minus 1 where the division is inexact and the signs differ (exact at the type's limits:
+    ``q * b`` and ``a`` are in range there, and the minimum divided by -1 wraps to the minimum either way)."""
     if a.dtype.kind in "iu":
-        return _int_div(a, b)
+        q = _int_div(a, b)
+        if pythondiv and a.dtype.kind == "i":
+            inexact = np.multiply(q, b) != a
+            q = q - (inexact & ((a < 0) != (b < 0))).astype(q.dtype)
+        return q
     return np.divide(a, b)
 
 

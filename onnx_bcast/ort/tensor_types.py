@@ -24,6 +24,7 @@ CARRIERS = {
 }
 _FLOATS = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
 _TRAPS = {("Div", TensorProto.INT32), ("Div", TensorProto.INT64)}  # ORT's native Div dies on INT_MIN / -1
+_SIGNED = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64)
 
 
 def type_name(elem: int) -> str:
@@ -54,6 +55,8 @@ def native_elementwise_runs(op: str, a: int | None, b: int | None, opset: int, a
         return True  # nothing known: the standard op, as before types were known
     if (op, a) in _TRAPS:
         return False
+    if op == "Div" and int(attrs.get("pythondiv", 0)) and a in _SIGNED:
+        return False  # floor division: ORT's Div truncates, our kernel floors
     if op == "Mod" and not int(attrs.get("fmod", 0)) and a in _FLOATS and opset < 28:
         return False  # ORT makes the session, then fails the run: "fmod attribute must be true ... before opset 28"
     try:

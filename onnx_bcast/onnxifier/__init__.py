@@ -1,0 +1,69 @@
+"""OpenVINO IR (``.xml``) to ONNX through onnxifier, with OpenVINO's broadcasts and binary ops as onnx_bcast ops.
+
+onnxifier (PyPI ``onnxifier``, ``pip install "onnx-bcast[onnxifier]"``) reads the IR and writes standard ONNX, one
+pass per op type. ``ir_to_onnx`` replaces its passes for ``Broadcast`` (v1, v3; every mode) and the binary ops with
+``auto_broadcast`` (none/numpy/pdpd and the pdpd axis) by onnx_bcast nodes, which ``onnx_bcast.convert`` lowers to
+standard ONNX inside onnxifier's frontend (``keep_ops=True`` keeps them, for ``onnx_bcast.InferenceSession`` and
+OpenVINO with ``onnx_bcast.openvino.extensions()``). Binary ops under numpy broadcasting whose ONNX op means the
+same stay the plain ONNX op. Where onnxifier's own passes are used is ``internals``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import onnx
+
+from onnx_bcast.convert import convert
+from onnx_bcast.onnxifier.mapping import DOMAIN, PYTHONDIV
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ir_to_onnx", "PYTHONDIV", "OnnxifierMissing"]
+
+
+class OnnxifierMissing(ImportError):
+    """onnxifier is not installed (or not a version this module supports)."""
+
+
+def _internals():  # noqa: ANN202 - the module, imported on first use
+    try:
+        from onnx_bcast.onnxifier import internals
+    except ImportError as err:
+        raise OnnxifierMissing(f"reading OpenVINO IR needs onnxifier ({err}); install it with: pip install "
+                               "'onnx-bcast[onnxifier]'") from None
+    return internals
+
+
+def ir_to_onnx(xml: str | os.PathLike, *, keep_ops: bool = False, guards: bool = True,
+               pythondiv: str = "reference", opset: int | None = None, optimize: bool = True) -> onnx.ModelProto:
+    """The IR at ``xml`` (its weights in the ``.bin`` beside it) as an ONNX model.
+
+    ``keep_ops``: keep our nodes (domain ``onnx_bcast``) instead of lowering them; ``guards``: the converted model
+    checks at run time what is not proven statically (``convert``'s guards); ``pythondiv``: what integer
+    ``Divide m_pythondiv=true`` means, ``"reference"`` (OpenVINO's reference kernels: floor) or ``"cpu"`` (its CPU
+    plugin: floor under pdpd broadcasting, truncation otherwise); ``optimize``: run onnxifier's default passes
+    after its frontend, as ``onnxifier.convert`` does. Input files are only read.
+    """
+    path = Path(xml)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such IR file: {path}")
+    if not path.with_suffix(".bin").is_file():
+        raise FileNotFoundError(f"the IR's weights {path.with_suffix('.bin')} are missing (onnxifier reads them beside "
+                                "the .xml)")
+    if pythondiv not in PYTHONDIV:
+        raise ValueError(f"pythondiv must be one of {', '.join(PYTHONDIV)}, got {pythondiv!r}")
+    internals = _internals()
+
+    def lower(model: onnx.ModelProto) -> onnx.ModelProto:
+        return model if keep_ops else convert(model, opset=opset, guards=guards)
+
+    with internals.installed({"pythondiv": pythondiv}, lower):
+        model = internals.read_ir(str(path), optimize=optimize and not keep_ops)
+    if any(node.domain == DOMAIN for node in model.graph.node) and not any(
+            o.domain == DOMAIN for o in model.opset_import):
+        model.opset_import.append(onnx.helper.make_opsetid(DOMAIN, 1))  # onnxifier's frontend deleted it
+    log.info("%s: %d nodes (onnxifier %s)", path.name, len(model.graph.node), internals.VERSION)
+    return model

@@ -1,0 +1,109 @@
+"""OpenVINO IR ops (as onnxifier reads them: attributes as strings) to onnx_bcast nodes or plain ONNX nodes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from onnx import NodeProto, TensorProto, helper
+
+from onnx_bcast.errors import BroadcastError
+from onnx_bcast.ops.elementwise import canonical_rule
+
+DOMAIN = "onnx_bcast"
+
+#: OpenVINO binary op -> (our elementwise op, its attributes). Mod is C's fmod (sign of the dividend): fmod=1.
+BINARY: dict[str, tuple[str, dict[str, int]]] = {
+    "Add": ("Add", {}), "Subtract": ("Sub", {}), "Multiply": ("Mul", {}), "Divide": ("Div", {}),
+    "Power": ("Pow", {}), "Maximum": ("Max", {}), "Minimum": ("Min", {}), "Mod": ("Mod", {"fmod": 1}),
+    "FloorMod": ("Mod", {"fmod": 0}), "Equal": ("Equal", {}), "NotEqual": ("Equal", {}), "Less": ("Less", {}),
+    "LessEqual": ("LessOrEqual", {}), "Greater": ("Greater", {}), "GreaterEqual": ("GreaterOrEqual", {}),
+    "LogicalAnd": ("And", {}), "LogicalOr": ("Or", {}), "LogicalXor": ("Xor", {}),
+    "SquaredDifference": ("Sub", {}),
+}
+BROADCASTS = ("Broadcast",)
+#: The pdpd axis as OpenVINO's serializer names it: elementwise ops, Broadcast-1, Broadcast-3.
+AXIS_KEYS = ("auto_broadcast.auto_broadcast_axis", "mode.auto_broadcast_axis", "mode.mode.axis", "axis")
+PYTHONDIV = ("reference", "cpu")
+_SIGNED = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64)
+_FLOATS = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+
+ElemType = Callable[[str], int]  # a tensor's ONNX element type (0: unknown)
+
+
+def _axis(attrs: dict[str, str], op: str, rule: str) -> int:
+    for key in AXIS_KEYS:
+        if key in attrs:
+            try:
+                return int(attrs[key])
+            except ValueError:
+                raise BroadcastError(op, rule, f"pdpd axis {attrs[key]!r} is not an integer") from None
+    return -1
+
+
+def _bool(value: str) -> bool:
+    return str(value).strip().lower() in ("true", "1")
+
+
+def broadcast(name: str, inputs: Sequence[str], outputs: Sequence[str], attrs: dict[str, str],
+              version: str) -> list[NodeProto]:
+    """Broadcast-1/-3 in every mode (Broadcast-1's ``none`` is explicit) -> ``onnx_bcast.Broadcast``."""
+    mode = attrs.get("mode", "numpy").lower()
+    mode = "explicit" if mode == "none" else mode
+    extra = {"axis": _axis(attrs, "Broadcast", mode)} if mode == "pdpd" else {}
+    kept = list(inputs[:3] if mode == "explicit" else inputs[:2])  # Broadcast-1 carries an ignored third input
+    if mode == "explicit" and len(kept) < 3:
+        raise BroadcastError("Broadcast", mode, f"({version}) has no axes_mapping input", name)
+    return [helper.make_node("Broadcast", kept, list(outputs), name=name, domain=DOMAIN, mode=mode, **extra)]
+
+
+def binary(op_type: str, name: str, inputs: Sequence[str], outputs: Sequence[str], attrs: dict[str, str],
+           elem_type: ElemType, pythondiv: str = "reference") -> list[NodeProto]:
+    """One OpenVINO binary op with ``auto_broadcast`` (and the pdpd axis) as our op, or the standard op where it
+    means the same (numpy broadcasting, same arithmetic), so that onnxifier's fusions still see it."""
+    if pythondiv not in PYTHONDIV:
+        raise ValueError(f"pythondiv must be one of {PYTHONDIV}, got {pythondiv!r}")
+    ours, extra = BINARY[op_type]
+    rule = canonical_rule(attrs.get("auto_broadcast", "numpy"), ours)
+    a, b = inputs[0], inputs[1]
+    elem = elem_type(a)
+    if op_type == "Divide":
+        floor = _bool(attrs.get("m_pythondiv", "true")) and (pythondiv == "reference" or rule == "pdpd")
+        extra = {"pythondiv": 1} if floor and elem in _SIGNED else {}
+        if floor and not elem:
+            raise BroadcastError(ours, rule, f"Divide node {name!r} has m_pythondiv=true and an operand of unknown "
+                                             "element type: floor or true division cannot be told", "auto_broadcast")
+    rule_attrs = {"auto_broadcast": rule, **({"axis": _axis(attrs, ours, rule)} if rule == "pdpd" else {})}
+
+    def node(op: str, ins: list[str], out: str, suffix: str = "", **more: int) -> NodeProto:
+        plain = rule == "numpy" and not more.get("pythondiv")
+        if plain:
+            return helper.make_node(op, ins, [out], name=name + suffix, **more)
+        return helper.make_node(op, ins, [out], name=name + suffix, domain=DOMAIN, **rule_attrs, **more)
+
+    out = outputs[0]
+    if op_type == "NotEqual":
+        return [node("Equal", [a, b], f"{out}/equal", "/equal"), helper.make_node("Not", [f"{out}/equal"], [out],
+                                                                                  name=name)]
+    if op_type == "SquaredDifference":
+        diff = node("Sub", [a, b], f"{out}/difference", "/difference")
+        return [diff, helper.make_node("Mul", [diff.output[0], diff.output[0]], [out], name=name)]
+    if op_type == "FloorMod" and elem in _FLOATS:
+        return _float_floor_mod(name, a, b, out, elem, node)
+    if op_type == "FloorMod" and not elem:
+        raise BroadcastError(ours, rule, f"FloorMod node {name!r} has an operand of unknown element type",
+                             name, "auto_broadcast")
+    return [node(ours, [a, b], out, **extra)]
+
+
+def _float_floor_mod(name: str, a: str, b: str, out: str, elem: int, node: Callable[..., NodeProto]
+                     ) -> list[NodeProto]:
+    """OpenVINO's reference FloorMod of floats, ``T(x - y * floor(x / y))`` computed in double, bit for bit."""
+    def cast(x: str, to: int, tag: str) -> NodeProto:
+        return helper.make_node("Cast", [x], [f"{out}/{tag}"], name=f"{name}/{tag}", to=to)
+
+    xd, yd = cast(a, TensorProto.DOUBLE, "x"), cast(b, TensorProto.DOUBLE, "y")
+    quotient = node("Div", [xd.output[0], yd.output[0]], f"{out}/quotient", "/quotient")
+    floor = helper.make_node("Floor", quotient.output, [f"{out}/floor"], name=f"{name}/floor")
+    product = node("Mul", [floor.output[0], yd.output[0]], f"{out}/product", "/product")
+    rest = helper.make_node("Sub", [xd.output[0], product.output[0]], [f"{out}/rest"], name=f"{name}/rest")
+    return [xd, yd, quotient, floor, product, rest, helper.make_node("Cast", rest.output, [out], name=name, to=elem)]
