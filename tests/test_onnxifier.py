@@ -203,3 +203,24 @@ def test_onnxifier_internals_we_use_are_there() -> None:
     with internals.installed({"pythondiv": "reference"}, lambda m: m):
         assert OP_CONVERT.get_type("broadcast") is not before["broadcast"]
     assert {name: OP_CONVERT.get_type(name) for name in internals.REQUIRED["passes"]} == before
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_ir_through_the_command(name: str, ir_folder: Path, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture) -> None:
+    """``onnx-bcast from-ir`` on every IR: the written model gives OpenVINO's reference values, or fails where
+    OpenVINO fails."""
+    import onnx
+
+    from onnx_bcast.cli.main import main
+
+    case = CASES[name]
+    path, feeds = saved(case, ir_folder)
+    out = tmp_path / "out.onnx"
+    assert main(["from-ir", str(path), "-o", str(out), "-q"]) == 0, capsys.readouterr().err
+    written = onnx.load(out)
+    if case.fails:
+        with pytest.raises(Exception, match="guard|Expand|Reshape|shape"):
+            run_ort(written, feeds)
+    else:
+        assert_matches(case, run_ort(written, feeds), expected(case, path, feeds))
