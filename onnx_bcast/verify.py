@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import onnxruntime as ort
 from onnx import ModelProto
 from onnx.reference import ReferenceEvaluator
 
@@ -17,7 +16,7 @@ from onnx_bcast.model import external_data
 from onnx_bcast.model.walk import all_node_lists
 from onnx_bcast.onnx_defs.schemas import DOMAIN
 from onnx_bcast.ops import SPEC_BY_NAME
-from onnx_bcast.ort.session import InferenceSession
+from onnx_bcast.ort.session import InferenceSession, ort
 from onnx_bcast.random_inputs import random_feeds
 
 logger = logging.getLogger("onnx_bcast.verify")
