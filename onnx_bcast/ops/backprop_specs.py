@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops.backprop import (
     BROADCAST_BACKPROP,
     UNBROADCAST,
@@ -18,6 +19,7 @@ from onnx_bcast.ops.backprop import (
     v0_plan,
 )
 from onnx_bcast.ops.broadcast_modes import MODE_BY_NAME
+from onnx_bcast.ops.broadcast_shape import canonical_mode
 from onnx_bcast.ops.common import INDEX_TYPES, Attr, Input, OpSpec, Shape
 from onnx_bcast.ops.elementwise import elementwise_shape
 
@@ -36,10 +38,17 @@ def _present(values: list[Any], i: int) -> Any:
     return values[i] if len(values) > i else None
 
 
+def _uses_axes_mapping(mode: str) -> bool:
+    try:
+        return MODE_BY_NAME[canonical_mode(mode, "BroadcastBackprop")].uses_axes_mapping
+    except BroadcastError:
+        return False  # broadcast_backprop names the unknown mode
+
+
 def _backprop_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None
                      ) -> np.ndarray:
     axes = _present(inputs, 2)
-    if axes is not None and not MODE_BY_NAME[attrs["mode"]].uses_axes_mapping and np.size(axes) == 0:
+    if axes is not None and np.size(axes) == 0 and not _uses_axes_mapping(attrs["mode"]):
         axes = None  # the ORT form carries an absent axes_mapping as an empty one
     return broadcast_backprop(inputs[0], inputs[1], axes, mode=attrs["mode"], axis=attrs["axis"])
 
