@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import onnxruntime as ort
 from onnx import ModelProto
 from onnx.reference import ReferenceEvaluator
 
@@ -18,7 +17,7 @@ from onnx_bcast.model.mapped_weights import mapped_weights
 from onnx_bcast.model.walk import all_node_lists
 from onnx_bcast.onnx_defs.schemas import DOMAIN
 from onnx_bcast.ops import SPEC_BY_NAME
-from onnx_bcast.ort.session import InferenceSession
+from onnx_bcast.ort.session import InferenceSession, ort
 from onnx_bcast.random_inputs import random_feeds
 
 logger = logging.getLogger("onnx_bcast.verify")

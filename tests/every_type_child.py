@@ -242,7 +242,19 @@ def _raw_run(session: Any, feeds: dict[str, Any]) -> tuple[bytes, list[int], int
 
     values = {k: v if isinstance(v, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(v) for k, v in feeds.items()}
     out = session.run_with_ort_values(["y"], values)[0]
-    return ctypes.string_at(out.data_ptr(), out.tensor_size_in_bytes()), list(out.shape()), out.element_type()
+    return ctypes.string_at(out.data_ptr(), _size_in_bytes(out)), list(out.shape()), out.element_type()
+
+
+_PACKED = {getattr(TensorProto, name) for name in ("INT4", "UINT4", "FLOAT4E2M1") if hasattr(TensorProto, name)}
+
+
+def _size_in_bytes(out: Any) -> int:
+    """The bytes of an OrtValue's tensor (``tensor_size_in_bytes`` is newer than onnxruntime 1.20): 4-bit types
+    two to a byte."""
+    if hasattr(out, "tensor_size_in_bytes"):
+        return int(out.tensor_size_in_bytes())
+    count, elem = int(np.prod(out.shape(), dtype=np.int64)), out.element_type()
+    return (count + 1) // 2 if elem in _PACKED else count * helper.tensor_dtype_to_np_dtype(elem).itemsize
 
 
 def compare(actual: Any, expected: np.ndarray, elem: int) -> str | None:

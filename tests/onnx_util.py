@@ -45,3 +45,14 @@ def case_feeds(case: Case, data: np.ndarray, constant_shapes: bool = False) -> d
         if case.axes is not None:
             feeds["axes_mapping"] = np.array(case.axes, np.int64)
     return feeds
+
+
+def skip_unless_ort_reads(opset: int) -> None:
+    """Skip the calling test when the installed onnxruntime reads only older opsets: a test's needs never raise the
+    product's minimum onnxruntime."""
+    import pytest
+
+    from onnx_bcast.model.runtime_limits import max_opset
+
+    if opset > max_opset():
+        pytest.skip(f"runs default-domain opset {opset}; the installed onnxruntime reads up to opset {max_opset()}")

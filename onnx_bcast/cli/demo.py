@@ -6,7 +6,6 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-import onnxruntime as ort
 from onnx.reference import ReferenceEvaluator
 
 from onnx_bcast.convert import convert_with_report
@@ -14,7 +13,7 @@ from onnx_bcast.model.files import load_model
 from onnx_bcast.model.walk import all_node_lists
 from onnx_bcast.models import bundled_models
 from onnx_bcast.onnx_defs.schemas import DOMAIN
-from onnx_bcast.ort.session import InferenceSession
+from onnx_bcast.ort.session import InferenceSession, ort
 from onnx_bcast.random_inputs import random_feeds
 from onnx_bcast.verify import matches, sums_gradients
 

@@ -6,14 +6,18 @@ import functools
 import logging
 
 import onnx
-import onnxruntime as ort
 from onnx import helper
 
+from onnx_bcast.model.ort_import import MissingRuntime, onnxruntime
+
 logger = logging.getLogger("onnx_bcast.model.runtime_limits")
+# without onnxruntime (a converting-only install): what the oldest supported onnxruntime (1.21) loads
+OLDEST_ORT_IR_VERSION, OLDEST_ORT_OPSET = 10, 22
 
 
 def ort_accepts(model: onnx.ModelProto) -> bool:
     """Whether onnxruntime (CPU) makes a session of ``model``: a probe, quiet when it refuses."""
+    ort = onnxruntime("probing what ONNX Runtime loads")
     options = ort.SessionOptions()
     options.log_severity_level = 4
     try:
@@ -32,7 +36,10 @@ def _loads(ir_version: int, opset: int) -> bool:
 
 @functools.cache
 def max_ir_version() -> int:
-    """The newest IR version onnxruntime loads (at most the one onnx writes)."""
+    """The newest IR version onnxruntime loads (at most the one onnx writes); without onnxruntime, the oldest
+    supported one's."""
+    if not _ort_installed():
+        return min(onnx.IR_VERSION, OLDEST_ORT_IR_VERSION)
     for ir_version in range(onnx.IR_VERSION, 3, -1):
         if _loads(ir_version, 13):
             return ir_version
@@ -41,8 +48,21 @@ def max_ir_version() -> int:
 
 @functools.cache
 def max_opset() -> int:
-    """The newest default-domain opset both onnx and onnxruntime know."""
+    """The newest default-domain opset both onnx and onnxruntime know; without onnxruntime, the oldest supported
+    one's."""
+    if not _ort_installed():
+        return min(onnx.defs.onnx_opset_version(), OLDEST_ORT_OPSET)
     for opset in range(onnx.defs.onnx_opset_version(), 7, -1):
         if _loads(min(max_ir_version(), 8), opset):
             return opset
     return 13
+
+
+@functools.cache
+def _ort_installed() -> bool:
+    try:
+        onnxruntime()
+    except MissingRuntime:
+        logger.info("onnxruntime is not installed: assuming what onnxruntime %s loads", "1.21")
+        return False
+    return True

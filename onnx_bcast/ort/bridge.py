@@ -9,15 +9,18 @@ behaviour is unchanged. ``tests/test_ort_marshal.py`` fails loudly if the privat
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from onnxruntime_extensions import PyCustomOpDef, onnx_op
-from onnxruntime_extensions import _ocos as ocos
 
+from onnx_bcast.model.ort_import import extensions
 from onnx_bcast.ort.process_state import state
+
+PyCustomOpDef, onnx_op = extensions().PyCustomOpDef, extensions().onnx_op
+ocos = importlib.import_module("onnxruntime_extensions._ocos")
 
 
 def declare(op_type: str, inputs: list[int], outputs: list[int], attrs: dict[str, int],

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 from onnx import helper
-from onnxruntime_extensions import PyCustomOpDef, get_library_path
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.model.ort_import import extensions
 from onnx_bcast.onnx_defs.schemas import DOMAIN, ELEMENTWISE_CHECK, GUARDED_DOMAIN
 from onnx_bcast.ops import OP_SPECS
 from onnx_bcast.ops.common import OpSpec, check_rank, zeros_inferred_dims
@@ -32,6 +32,7 @@ from onnx_bcast.ops.memory_guard import check_output_size
 from onnx_bcast.ort import bridge
 from onnx_bcast.ort.process_state import record_error, state
 
+PyCustomOpDef, get_library_path = extensions().PyCustomOpDef, extensions().get_library_path
 ERROR_SHAPE_MARK = 2  # the guarded status on failure is [ERROR_SHAPE_MARK, error_id]
 # A spec-form node in plain ORT could not fail a run cleanly (an exception in the bridge aborts the process), so it
 # would hand back an empty tensor on invalid input. Its registration requires this attribute, which no model has:

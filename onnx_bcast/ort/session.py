@@ -7,7 +7,6 @@ import os
 import re
 from typing import Any
 
-import onnxruntime as ort
 from onnx import ModelProto
 
 from onnx_bcast.converters import STANDARD
@@ -17,12 +16,14 @@ from onnx_bcast.lowering.declaring import declare, node_label
 from onnx_bcast.lowering.engine import lower
 from onnx_bcast.model import external_data
 from onnx_bcast.model.files import load_model
+from onnx_bcast.model.ort_import import onnxruntime
 from onnx_bcast.model.walk import node_lists
 from onnx_bcast.onnx_defs import schemas
 from onnx_bcast.ort import kernels
 from onnx_bcast.ort.prepare import prepare
 from onnx_bcast.ort.process_state import take_error
 
+ort = onnxruntime()
 logger = logging.getLogger("onnx_bcast.ort.session")
 # the guard's or the elementwise check's failure shape: [2, error id] or [2, error id, 3]
 _FAILED_NODE = re.compile(r"Name:'(.+?)' Status Message|Node \((.+?)\) Op \(")  # ORT names the failing node
