@@ -349,7 +349,8 @@ def test_collection_is_independent_of_earlier_collect_testcases() -> None:
 def test_float_bits() -> None:
     """Which float (case, runner) pairs that run are not bit for bit ONNX's expected value; those equal plain ORT's
     standard op on the original model bit for bit (the difference is ONNX's numpy reference, not ours)."""
-    float_cases = [c for c in CASES if c.data_sets[0][1][0].dtype.kind == "f"]
+    float_cases = [c for c in CASES if c.data_sets[0][1][0].dtype.kind == "f"
+                   and c.model.opset_import[0].version <= _ort_max_opset()]  # the others skip in test_case
     differing = set()
     for case in float_cases:
         expected = case.data_sets[0][1][0]

@@ -29,11 +29,7 @@ class Emitter(CheckForms, ShapeForms):
         self.doc = doc  # every node's doc_string
         self.reads: set[str] = set()  # the values the nodes read
         self.final_name = node_name if final_name is None else final_name  # "" keeps an unnamed node unnamed
-        self.opset = opset
-        self.node_name = node_name
-        self.op = op
-        self.mode = mode
-        self.mode_attr = mode_attr
+        self.opset, self.node_name, self.op, self.mode, self.mode_attr = opset, node_name, op, mode, mode_attr
         self.allow_initializers = allow_initializers
         self.nodes: list[NodeProto] = []  # what the rule writes (prune and elision read them)
         self.serialized: list[bytes] = []  # what a replay writes instead: the same nodes, serialized
@@ -204,10 +200,16 @@ class Emitter(CheckForms, ShapeForms):
 
     def reduce_sum(self, x: str, axes: Sequence[int] | str, keepdims: bool, output: str | None = None) -> str:
         """``ReduceSum(x, axes)``: constant axes as the attribute before opset 13 and as an input from 13 on;
-        axes known only at run time (a tensor's name) need opset 13, where no axes sum nothing."""
+        axes known only at run time (a tensor's name, non-negative) need opset 13 and get a leading axis of 1 to
+        sum, so they are never empty (ONNX Runtime < 1.31 sums a 0-size tensor over every axis despite
+        ``noop_with_empty_axes``)."""
         if isinstance(axes, str):
             self.require(13, "ReduceSum over axes known only at run time")
-            return self._node("ReduceSum", [x, axes], output, keepdims=int(keepdims), noop_with_empty_axes=1)
+            shifted = self.standard("Concat", [self.const_i64([0], "lead_axis"),
+                                               self.standard("Add", [axes, self.const_i64([1], "one")])], axis=0)
+            summed = self._node("ReduceSum", [self.unsqueeze(x, [0]), shifted], None if keepdims else output,
+                                keepdims=int(keepdims))
+            return self.squeeze(summed, [0], output) if keepdims else summed
         axes = sorted(int(a) for a in axes)
         if not axes:  # ReduceSum without axes would sum every axis
             return self.identity(x, output) if output is not None else x

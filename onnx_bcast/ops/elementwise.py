@@ -150,9 +150,9 @@ _T = onnx.TensorProto
 _WIDER = {_T.INT8: (_T.INT32,), _T.UINT8: (_T.INT32,), _T.INT16: (_T.INT32,), _T.UINT16: (_T.INT32,),
           _T.INT32: (_T.INT64,), _T.UINT32: (_T.INT64,), _T.FLOAT16: (_T.FLOAT,), _T.BFLOAT16: (_T.FLOAT,)}
 _EXACT_WHEN_WIDENED = {"Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", *COMPARISONS}
-# types the standard op takes that ONNX Runtime's CPU provider has no kernel for (1.20 to 1.32): written widened,
-# which is exact, so that the converted model runs wherever the original runs
-NO_RUNTIME_KERNEL = frozenset({("Max", _T.INT16), ("Max", _T.UINT16), ("Min", _T.INT16), ("Min", _T.UINT16)})
+# types the standard op takes that ONNX Runtime's CPU provider has no kernel for (16-bit: 1.21 to 1.32; 8-bit: 1.21 to
+# 1.23): written widened, which is exact, so that the converted model runs wherever the original runs
+NO_RUNTIME_KERNEL = frozenset((op, elem) for op in ("Max", "Min") for elem in (_T.INT8, _T.UINT8, _T.INT16, _T.UINT16))
 # Pow exponent types (T1) ONNX Runtime has no kernel for: the kernel computes every integer exponent as a double
 # (C's pow), so the converted model casts these to double, which computes the same bits
 POW_EXPONENTS_AS_DOUBLE = frozenset({_T.INT8, _T.INT16, _T.UINT8, _T.UINT16, _T.UINT32, _T.UINT64})
