@@ -98,8 +98,8 @@ def verify_equal(original: ModelProto, converted: ModelProto, feeds: dict[str, n
     ours = InferenceSession(original)
     options = ort.SessionOptions()
     options.log_severity_level = 4  # runs on invalid inputs fail by design: no error log for them
-    plain = ort.InferenceSession(external_data.session_bytes(converted), external_data.ort_options(converted, options),
-                                 providers=["CPUExecutionProvider"])
+    plain = external_data.ort_session(
+        lambda source, opts: ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"]), converted, options)
     given = feeds or {}
     feeds = random_feeds(ours, seed, given, shapes)
     generated = [name for name in feeds if name not in given]

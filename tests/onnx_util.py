@@ -56,3 +56,62 @@ def skip_unless_ort_reads(opset: int) -> None:
 
     if opset > max_opset():
         pytest.skip(f"runs default-domain opset {opset}; the installed onnxruntime reads up to opset {max_opset()}")
+
+
+_KERNEL_PROBES: dict[tuple, bool] = {}
+
+
+def missing_standard_kernels(model: onnx.ModelProto) -> list[str]:
+    """The standard nodes of ``model`` (local functions inlined) that the installed onnxruntime's CPU provider has no
+    kernel for, as ``Op(since version) on types``: each node probed alone, in a one-node model of its own (a session
+    that cannot be made with NOT_IMPLEMENTED). Independent of onnx-bcast: for telling a missing kernel of a standard op
+    (ONNX Runtime's build) from a fault of ours."""
+    import onnxruntime as ort
+    from onnx import inliner, shape_inference
+
+    model = shape_inference.infer_shapes(inliner.inline_local_functions(model))
+    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    elems = {v.name: v.type.tensor_type.elem_type for v in [*model.graph.input, *model.graph.value_info,
+                                                             *model.graph.output] if v.type.HasField("tensor_type")}
+    elems.update({t.name: t.data_type for t in model.graph.initializer})
+    missing = []
+    for node in model.graph.node:
+        names = [name for name in [*node.input, *node.output] if name]
+        if node.domain not in ("", "ai.onnx") or not all(elems.get(name) for name in names):
+            continue
+        key = (node.op_type, opset, tuple(elems.get(n, 0) for n in node.input),
+               tuple(elems[n] for n in node.output), tuple(a.SerializeToString() for a in node.attribute))
+        if key not in _KERNEL_PROBES:
+            alone = helper.make_node(node.op_type, [f"i{k}" if n else "" for k, n in enumerate(node.input)],
+                                     [f"o{k}" for k in range(len(node.output))])
+            alone.attribute.extend(node.attribute)
+            graph = helper.make_graph(
+                [alone], "probe", [helper.make_tensor_value_info(f"i{k}", elems[n], None)
+                                   for k, n in enumerate(node.input) if n],
+                [helper.make_tensor_value_info(f"o{k}", elems[n], None) for k, n in enumerate(node.output)])
+            probe = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
+            try:
+                ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+                _KERNEL_PROBES[key] = True
+            except Exception as err:  # noqa: BLE001 - onnxruntime's pybind exception types are not importable
+                _KERNEL_PROBES[key] = "NOT_IMPLEMENTED" not in str(err)
+        if not _KERNEL_PROBES[key]:
+            types = ", ".join(TensorProto.DataType.Name(elems[n]).lower() for n in node.input if n)
+            since = onnx.defs.get_schema(node.op_type, opset).since_version
+            missing.append(f"{node.op_type}({since}) on {types}")
+    return sorted(set(missing))
+
+
+def plain_session(model: onnx.ModelProto):  # noqa: ANN201 - onnxruntime is imported here only
+    """A plain ``onnxruntime.InferenceSession`` of a standard model (CPU provider); the calling test skips when the
+    session cannot be made because a standard op of it has no kernel in the installed build (the op alone fails)."""
+    import onnxruntime as ort
+    import pytest
+
+    try:
+        return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    except Exception as err:  # noqa: BLE001 - onnxruntime's pybind exception types are not importable
+        missing = missing_standard_kernels(model) if "NOT_IMPLEMENTED" in str(err) else []
+        if not missing:
+            raise
+        pytest.skip(f"the installed onnxruntime's CPU provider has no kernel for the standard {'; '.join(missing)}")

@@ -6,10 +6,12 @@ that reads the same data file; never from onnx-bcast itself.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -123,6 +125,40 @@ def test_sessions_run_from_the_file(layers: Layers, backend: str) -> None:
     np.testing.assert_array_equal(session.run(None, {"x": layers.x})[0], layers.plain())
     _no_inline_weights(session.prepared_model)
     assert _digests(layers.folder) == before
+
+
+def test_the_folder_option_probe_says_what_was_measured() -> None:
+    """onnxruntime 1.20 ignores ``session.model_external_initializers_file_folder_path``; 1.21 on honour it
+    (docs/versions.md: measured on 1.20.0, 1.20.1, 1.21.1 and 1.22.1)."""
+    version = tuple(int(part) for part in ort.__version__.split(".")[:2])
+    assert external_data.ort_reads_folder_option() == (version >= (1, 21))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_sessions_run_from_a_graph_file_where_the_option_is_ignored(layers: Layers, backend: str, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where ONNX Runtime ignores the folder option (1.20; forced here on any version), the session is made from a
+    hidden graph file beside the data, removed once made: the folder is left as it was, the working folder (which
+    holds no weights) is not read, and the session runs after the file is gone."""
+    monkeypatch.setattr(external_data, "ort_reads_folder_option", lambda: False)
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    before = _digests(layers.folder)
+    made: list[Path] = []
+    real_graph_file = external_data.graph_file
+
+    @contextlib.contextmanager
+    def spy(model: onnx.ModelProto) -> Iterator[Path]:
+        with real_graph_file(model) as path:
+            made.append(path)
+            yield path
+
+    monkeypatch.setattr(external_data, "graph_file", spy)
+    session = onnx_bcast.InferenceSession(str(layers.path), backend=backend)
+    assert [p.parent for p in made] == [layers.folder.resolve()] and not made[0].exists()
+    assert _digests(layers.folder) == before
+    np.testing.assert_array_equal(session.run(None, {"x": layers.x})[0], layers.plain())
+    _no_inline_weights(session.prepared_model)
 
 
 def test_load_reads_only_the_small_int_constants(layers: Layers) -> None:

