@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from onnx_bcast.ops.common import NUMPY_MAX_DIMS
 from onnx_bcast.ops.memory_guard import over_limit
 
 _NUMPY_OF_ORT = {
@@ -28,6 +29,9 @@ def random_input(name: str, ort_type: str, shape: Sequence[Any], rng: np.random.
     if dtype is None:
         raise ValueError(f"input {name!r}: cannot generate data of type {ort_type}; pass --input {name}=FILE.npy")
     dims = [_dim_size(d, named_dims) for d in shape]
+    if len(dims) > NUMPY_MAX_DIMS:
+        raise ValueError(f"input {name!r}: rank {len(dims)}: numpy 1 holds at most {NUMPY_MAX_DIMS} dims; numpy 2 "
+                         f"needed for rank {len(dims)}")
     too_big = over_limit(dims, dtype)
     if too_big is not None:
         raise ValueError(f"input {name!r}: generating {too_big}; pass --input {name}=FILE.npy")

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from tests.numpy_dims import ARRAY_DIMS
+
 DOMAIN = "onnx_bcast"
 BROADCAST_OPS = ("Broadcast", "Expand")
 BROADCAST_MODES = ("numpy", "explicit", "bidirectional", "pdpd")
@@ -390,6 +392,8 @@ def _ints(values: Any, dtype: Any = np.int64) -> np.ndarray:
 
 
 CASES: list[Case] = []
+# valid cases whose output numpy cannot make (numpy 1: more than 32 dims), left out of CASES: (name, output rank)
+LEFT_OUT_BY_NUMPY: list[tuple[str, int]] = []
 
 
 def _add(name: str, op: str, attrs: dict, inputs: tuple[np.ndarray, ...], invalid: tuple[str, ...] | None) -> None:
@@ -408,6 +412,9 @@ def bcast(name: str, op: str, data_shape: tuple[int, ...], target: tuple[int, ..
           *, dtype: Any = np.float32, index_dtype: Any = np.int64, invalid: tuple[str, ...] | None = None,
           **attrs: Any) -> None:
     """A Broadcast/Expand case: data of ``data_shape``, target_shape (and axes_mapping) of ``index_dtype``."""
+    if invalid is None and len(target) > ARRAY_DIMS:  # the output has at least the target's rank
+        LEFT_OUT_BY_NUMPY.append((name, len(target)))
+        return
     inputs = (sample(data_shape, dtype, name), _ints(target, index_dtype))
     if axes is not None:
         inputs += (_ints(axes, index_dtype),)

@@ -20,7 +20,7 @@ import pytest
 ov = pytest.importorskip("openvino")
 onnxifier = pytest.importorskip(
     "onnxifier", reason="onnxifier is not installed (the tools extra installs it on Python >= 3.11; the run at the "
-                        "declared minimums, whose numpy 2.0.0 is below what onnxifier needs, does not)")
+                        "declared minimums, whose numpy 1.26.0 is below what onnxifier needs, does not)")
 ort = pytest.importorskip("onnxruntime")
 
 import onnx_bcast  # noqa: E402

@@ -1,6 +1,8 @@
 """Ranks up to 64 work in every kernel and shape rule; a rank over 64 is a BroadcastError (SPEC §2, "Everywhere").
 
-numpy's own helpers stop earlier (``np.broadcast_shapes`` at 32 dims), so the valid cases use ranks 33 and 64.
+numpy's own helpers stop earlier (``np.broadcast_shapes`` at 32 dims), so the valid cases use ranks 33 and 64. numpy 1
+makes no array of more than 32 dims: there the cases that need arrays skip, saying so, and the shape rules are tested
+without arrays (``test_shape_rules_need_no_arrays``); tests/test_numpy1_ranks.py tests the kernels' refusal.
 Every valid case puts its non-1 dims at three places spread over the rank (first, middle, last axis) and checks
 the values against a rank-3 formula written here with plain loops: the high-rank output must be that rank-3
 result with size-1 axes in between.
@@ -14,7 +16,9 @@ import numpy as np
 import pytest
 
 import onnx_bcast
-from onnx_bcast.ops.broadcast_v0 import broadcast_like_v0_shape
+from onnx_bcast.ops.backprop import backprop_plan, unbroadcast_plan
+from onnx_bcast.ops.broadcast_v0 import broadcast_like_v0_shape, broadcast_v0_shape
+from tests.numpy_dims import array_ranks
 
 RANKS = (33, 64)
 CORE = (2, 3, 4)  # the output's non-1 dims, at axes (0, middle, last)
@@ -53,7 +57,7 @@ def assert_same(got: np.ndarray, want: np.ndarray) -> None:
 
 # ---- Broadcast / Expand in every mode, BroadcastV0, BroadcastLikeV0 ---------------------------------------------
 
-@pytest.mark.parametrize("rank", RANKS)
+@pytest.mark.parametrize("rank", array_ranks(RANKS))
 def test_broadcast_numpy_mode(rank: int) -> None:
     _, middle, last = axes(rank)
     # rank - 1 dims, right-aligned: the middle axis is stretched, the last one kept
@@ -64,7 +68,7 @@ def test_broadcast_numpy_mode(rank: int) -> None:
     assert onnx_bcast.broadcast_shape(data_shape, target(rank)) == target(rank)
 
 
-@pytest.mark.parametrize("rank", RANKS)
+@pytest.mark.parametrize("rank", array_ranks(RANKS))
 @pytest.mark.parametrize("kernel", ["broadcast", "expand"])
 def test_bidirectional_mode(rank: int, kernel: str) -> None:
     first, middle, last = axes(rank)
@@ -77,7 +81,7 @@ def test_bidirectional_mode(rank: int, kernel: str) -> None:
     assert_same(got, expected(rank, lambda i, j, k: j))
 
 
-@pytest.mark.parametrize("rank", RANKS)
+@pytest.mark.parametrize("rank", array_ranks(RANKS))
 def test_explicit_mode(rank: int) -> None:
     _, middle, last = axes(rank)
     data = np.arange(CORE[1] * CORE[2], dtype=np.int64).reshape(CORE[1], CORE[2])
@@ -85,7 +89,7 @@ def test_explicit_mode(rank: int) -> None:
     assert_same(got, expected(rank, lambda i, j, k: CORE[2] * j + k))
 
 
-@pytest.mark.parametrize("rank", RANKS)
+@pytest.mark.parametrize("rank", array_ranks(RANKS))
 def test_pdpd_mode(rank: int) -> None:
     _, middle, last = axes(rank)
     data = np.arange(CORE[2], dtype=np.int64).reshape(spread(rank, {last: CORE[2]})[1:])  # axes 1.. of the target
@@ -93,7 +97,7 @@ def test_pdpd_mode(rank: int) -> None:
     assert_same(got, expected(rank, lambda i, j, k: k))
 
 
-@pytest.mark.parametrize("rank", RANKS)
+@pytest.mark.parametrize("rank", array_ranks(RANKS))
 def test_broadcast_v0_and_like(rank: int) -> None:
     _, middle, last = axes(rank)
     arg = np.arange(CORE[1] * CORE[2], dtype=np.int64).reshape(CORE[1], CORE[2])
@@ -114,7 +118,7 @@ def _a_value(i: int, j: int, k: int) -> int:
     return 12 * i + 4 * j + k - 7
 
 
-@pytest.mark.parametrize("rank", RANKS)
+@pytest.mark.parametrize("rank", array_ranks(RANKS))
 def test_elementwise_none(rank: int) -> None:
     a = _a(rank)
     b = (np.arange(np.prod(CORE), dtype=np.int64) % 5).reshape(target(rank))
@@ -123,7 +127,7 @@ def test_elementwise_none(rank: int) -> None:
     assert onnx_bcast.elementwise_shape(a.shape, b.shape, auto_broadcast="none") == target(rank)
 
 
-@pytest.mark.parametrize("rank", RANKS)
+@pytest.mark.parametrize("rank", array_ranks(RANKS))
 @pytest.mark.parametrize("op", ["Add", "Max", "Pow"])
 def test_elementwise_numpy(rank: int, op: str) -> None:
     _, middle, last = axes(rank)
@@ -143,7 +147,7 @@ def test_elementwise_numpy(rank: int, op: str) -> None:
                                                                    for i in range(CORE[0])])
 
 
-@pytest.mark.parametrize("rank", RANKS)
+@pytest.mark.parametrize("rank", array_ranks(RANKS))
 def test_elementwise_pdpd(rank: int) -> None:
     _, middle, _ = axes(rank)
     a = _a(rank)
@@ -151,6 +155,31 @@ def test_elementwise_pdpd(rank: int) -> None:
     got = onnx_bcast.elementwise("Add", a, b, auto_broadcast="pdpd", axis=middle)
     assert_same(got, expected(rank, lambda i, j, k: _a_value(i, j, k) + 10 * (j + 1)))
     assert onnx_bcast.elementwise_shape(a.shape, b.shape, auto_broadcast="pdpd", axis=middle) == target(rank)
+
+
+# ---- the shape rules alone, on any numpy -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("rank", RANKS)
+def test_shape_rules_need_no_arrays(rank: int) -> None:
+    """The rules (and so the conversion) take ranks up to 64 whatever numpy is installed: numpy 1 makes no array
+    of more than 32 dims, and ``np.broadcast_shapes`` stops at 32 on numpy 2 as well."""
+    first, middle, last = axes(rank)
+    out = target(rank)
+    right = spread(rank, {middle: 1, last: CORE[2]})[1:]  # rank - 1 dims, right-aligned
+    assert onnx_bcast.broadcast_shape(right, out) == out
+    assert onnx_bcast.broadcast_shape(spread(rank, {middle: CORE[1]}), spread(rank, {first: CORE[0], last: CORE[2]}),
+                                      mode="bidirectional") == out
+    assert onnx_bcast.broadcast_shape((CORE[1], CORE[2]), out, [middle, last], mode="explicit") == out
+    assert onnx_bcast.broadcast_shape(right, out, mode="pdpd", axis=1) == out
+    new_axes = [a for a in range(rank) if a not in (middle, last)]
+    assert broadcast_v0_shape((CORE[1], CORE[2]), out, new_axes) == out
+    assert broadcast_like_v0_shape((CORE[1], CORE[2]), out, new_axes) == out
+    assert onnx_bcast.elementwise_shape(out, out, auto_broadcast="none") == out
+    assert onnx_bcast.elementwise_shape(spread(rank, {0: CORE[0]}), spread(rank, {middle: CORE[1]})) == \
+        spread(rank, {0: CORE[0], middle: CORE[1]})
+    assert onnx_bcast.elementwise_shape(out, (CORE[1],), auto_broadcast="pdpd", axis=middle) == out
+    assert backprop_plan(right, out)[2] == (first, middle)  # the summed axes
+    assert unbroadcast_plan(out, out, right)[2] == out
 
 
 # ---- rank 65 ----------------------------------------------------------------------------------------------------

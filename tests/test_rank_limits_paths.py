@@ -1,29 +1,38 @@
 """Ranks 33 and 64 run on every path (numpy and native backends, plain ORT on prepare(), the converted model);
-rank 65 is a BroadcastError in InferenceSession and a failure, never a value, in plain ORT."""
+rank 65 is a BroadcastError in InferenceSession and a failure, never a value, in plain ORT. numpy 1 makes no array
+of more than 32 dims: there the runs fed such arrays skip, saying so, and the conversion is still tested."""
 
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
 import onnx_bcast
+from tests.numpy_dims import array_ranks
 
 CPU = ["CPUExecutionProvider"]
 
 
 def _model(op: str, rank: int, static: bool, **attrs: object) -> tuple:
-    """``op`` of domain onnx_bcast on A of rank ``rank`` (2 and 3 at its first and last axes) and B [3]."""
+    """``op`` of domain onnx_bcast on A of rank ``rank`` (2 and 3 at its first and last axes) and B [3]; feeds and
+    the expected output."""
+    model = _graph(op, rank, static, **attrs)
+    a = np.arange(6, dtype=np.float32).reshape([2] + [1] * (rank - 2) + [3])
+    return model, {"A": a, "B": np.array([10, 20, 30], np.float32)}, a + np.array([10, 20, 30], np.float32)
+
+
+def _graph(op: str, rank: int, static: bool, **attrs: object) -> onnx.ModelProto:
+    """The model of ``_model``, without arrays of its rank (numpy 1 makes none over 32 dims)."""
     a_dims = [2] + [1] * (rank - 2) + [3] if static else [f"a{i}" for i in range(rank)]
     nodes = [helper.make_node(op, ["A", "B"], ["Y"], domain="onnx_bcast", name="n", **attrs)]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("A", TensorProto.FLOAT, a_dims),
                                            helper.make_tensor_value_info("B", TensorProto.FLOAT, [3])],
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)],
-                              ir_version=10)
-    a = np.arange(6, dtype=np.float32).reshape([2] + [1] * (rank - 2) + [3])
-    return model, {"A": a, "B": np.array([10, 20, 30], np.float32)}, a + np.array([10, 20, 30], np.float32)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)],
+                             ir_version=10)
 
 
 RUNNERS = {
@@ -37,12 +46,26 @@ RUNNERS = {
 
 
 @pytest.mark.parametrize("static", [True, False], ids=["static", "run-time"])
-@pytest.mark.parametrize("rank", [33, 64])
+@pytest.mark.parametrize("rank", array_ranks((33, 64)))
 @pytest.mark.parametrize("runner", RUNNERS)
 def test_elementwise_of_high_rank_runs_on_every_path(runner: str, rank: int, static: bool) -> None:
     model, feeds, expected = _model("Add", rank, static, auto_broadcast="pdpd", axis=rank - 1)
     got = RUNNERS[runner](model, feeds)
     assert got.shape == expected.shape and np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "run-time"])
+@pytest.mark.parametrize("rank", [33, 64])
+def test_high_rank_converts_and_prepares_on_any_numpy(rank: int, static: bool) -> None:
+    """Converting (and preparing) a model of rank 33 or 64 makes no array of that rank: it works on numpy 1 too,
+    where only running the numpy kernels is refused (tests/test_numpy1_ranks.py)."""
+    model = _graph("Add", rank, static, auto_broadcast="pdpd", axis=rank - 1)
+    for made in (onnx_bcast.convert(model), onnx_bcast.prepare(model)):
+        assert made.graph.node and not any(n.domain == "onnx_bcast" for n in made.graph.node)
+    converted = onnx.shape_inference.infer_shapes(onnx_bcast.convert(model), strict_mode=True)
+    (y,) = [v for v in converted.graph.value_info if v.name.startswith("Y")] or converted.graph.output
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in y.type.tensor_type.shape.dim]
+    assert len(dims) == rank and (not static or dims == [2] + [1] * (rank - 2) + [3])
 
 
 def _rank_65_model(run_time: bool) -> tuple:

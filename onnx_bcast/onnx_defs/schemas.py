@@ -67,9 +67,12 @@ def register() -> None:
             onnx.defs.register_schema(_schema(spec, GUARDED_DOMAIN, guarded=True))
     if not onnx.defs.has(ELEMENTWISE_CHECK, GUARDED_DOMAIN):
         onnx.defs.register_schema(_elementwise_check_schema())
+    if not onnx.defs.has(RANK_CHECK, GUARDED_DOMAIN):
+        onnx.defs.register_schema(_rank_check_schema())
 
 
 ELEMENTWISE_CHECK = "ElementwiseCheck"
+RANK_CHECK = "RankCheck"
 
 
 def _elementwise_check_schema() -> OpSchema:
@@ -95,3 +98,26 @@ def _elementwise_check_schema() -> OpSchema:
     schema.set_type_and_shape_inference_function(infer)
     return schema
 
+
+
+def _rank_check_schema() -> OpSchema:
+    """The guarded rank check of a kernel's value input (numpy 1: at most 32 dims): its shape in, the same shape
+    out (for ``Reshape(value, ...)``), or [2, error id] (a shape the value cannot take) on failure."""
+    i64 = "tensor(int64)"
+    schema = OpSchema(
+        RANK_CHECK, GUARDED_DOMAIN, VERSION,
+        "Checks that a value's rank is one the numpy kernels take; outputs its shape, or [2, error id] (a shape the "
+        "value cannot take) on failure.",
+        inputs=[OpSchema.FormalParameter("shape", i64, "Shape(value)")],
+        outputs=[OpSchema.FormalParameter("checked_shape", i64, "the shape for Reshape(value, ...)")],
+        attributes=[OpSchema.Attribute(name, kind, "", required=False) for name, kind in (
+            ("op", OpSchema.AttrType.STRING), ("node", OpSchema.AttrType.STRING),
+            ("mode", OpSchema.AttrType.STRING), ("mode_attr", OpSchema.AttrType.STRING),
+            ("input", OpSchema.AttrType.STRING), ("quiet", OpSchema.AttrType.INT))],
+    )
+
+    def infer(ctx: InferenceContext) -> None:
+        ctx.set_output_type(0, helper.make_tensor_type_proto(onnx.TensorProto.INT64, [None]))
+
+    schema.set_type_and_shape_inference_function(infer)
+    return schema

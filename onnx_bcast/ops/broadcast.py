@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from onnx_bcast.errors import fmt_shape
 from onnx_bcast.ops.broadcast_modes import BROADCAST_MODES
 from onnx_bcast.ops.broadcast_shape import (  # noqa: F401  (the family's names, imported from here too)
     CANONICAL_MODES,
@@ -18,10 +19,12 @@ from onnx_bcast.ops.broadcast_shape import (  # noqa: F401  (the family's names,
 from onnx_bcast.ops.common import (
     ALL_TENSOR_TYPES,
     INDEX_TYPES,
+    NUMPY_MAX_DIMS,
     Attr,
     Input,
     OpSpec,
     Shape,
+    check_numpy_rank,
     int_key,
     limit_or_none,
     read_array,
@@ -52,6 +55,7 @@ def broadcast(data: Any, target_shape: Any, axes_mapping: Any = None, *, mode: s
     data = read_array(data, op, canon, "data")
     out_shape = broadcast_shape(shape_of(data), target_shape, axes_mapping, mode=canon, axis=axis, op=op)
     check_output_size(op, canon, out_shape, data.dtype, max_output_bytes)
+    _check_numpy_rank(op, canon, data.shape, target_shape, out_shape)
     aligned = aligned_shape(data.shape, out_shape, axes_mapping, canon, axis)
     return np.broadcast_to(data.reshape(aligned), out_shape)
 
@@ -65,10 +69,20 @@ def _plan(op: str, mode: str, axis: int, data_shape: Shape, target: Shape, axes:
     out_shape = broadcast_shape(data_shape, np.asarray(target, dtype=np.int64), None if axes is None else
                                 np.asarray(axes, dtype=np.int64), mode=mode, axis=axis, op=op)
     check_output_size(op, mode, out_shape, np.dtype(dtype), max_output_bytes)
+    _check_numpy_rank(op, mode, data_shape, target, out_shape)
     aligned = aligned_shape(data_shape, out_shape, axes, mode, axis)
     contiguous = np.empty(aligned, dtype=np.dtype(dtype)).strides if 0 not in aligned else (0,) * len(aligned)
     strides = tuple(0 if a == 1 and o != 1 else st for a, o, st in zip(aligned, out_shape, contiguous, strict=True))
     return out_shape, aligned, strides
+
+
+def _check_numpy_rank(op: str, mode: str, data_shape: Shape, target: Any, out_shape: Shape) -> None:
+    """A BroadcastError for an output of more dims than the installed numpy makes (numpy 1: 32); the shape rule
+    allows it (rank 64), so the conversion does, and numpy 2 runs it."""
+    if len(out_shape) > NUMPY_MAX_DIMS:
+        target_dims = tuple(int(t) for t in np.asarray(target).reshape(-1))
+        check_numpy_rank(op, mode, "output", out_shape, f"data {fmt_shape(data_shape)}, target "
+                                                        f"{fmt_shape(target_dims)}, output {fmt_shape(out_shape)}")
 
 
 def expand(data: Any, shape: Any, axes_mapping: Any = None, *, mode: str = "bidirectional",

@@ -10,11 +10,13 @@ from onnx_bcast.errors import BroadcastError, fmt_shape
 from onnx_bcast.ops.common import (
     ALL_TENSOR_TYPES,
     INDEX_TYPES,
+    NUMPY_MAX_DIMS,
     Attr,
     Input,
     OpSpec,
     Shape,
     check_elements,
+    check_numpy_rank,
     check_rank,
     int_vector,
     read_array,
@@ -57,6 +59,8 @@ def broadcast_v0(arg: Any, shape: Any, broadcast_axes: Any, op: str = V0, *,
     arg = read_array(arg, op, "", "arg")
     out = broadcast_v0_shape(shape_of(arg), shape, broadcast_axes, op)
     check_output_size(op, "", out, arg.dtype, max_output_bytes)
+    if len(out) > NUMPY_MAX_DIMS:  # numpy 1 stops at 32 dims; the rule allows 64
+        check_numpy_rank(op, "", "output", out, f"arg {fmt_shape(arg.shape)}, shape {fmt_shape(out)}")
     new_axes = set(int_vector(broadcast_axes, "broadcast_axes", op, ""))
     aligned = tuple(1 if i in new_axes else t for i, t in enumerate(out))
     return np.broadcast_to(arg.reshape(aligned), out)

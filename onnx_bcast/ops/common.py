@@ -142,6 +142,19 @@ def check_rank(op: str, mode: str, what: str, shape: Shape, shapes: str, mode_at
                              mode_attr=mode_attr)
 
 
+# the most dims a numpy array of the installed numpy can have: numpy 1 stops at 32. Only the numpy kernels (and what
+# hands them arrays) are bound by it; the shape rules and the conversion allow MAX_RANK whatever numpy is installed.
+NUMPY_MAX_DIMS = 32 if np.lib.NumpyVersion(np.__version__) < "2.0.0" else MAX_RANK
+
+
+def check_numpy_rank(op: str, mode: str, what: str, shape: Shape, shapes: str, mode_attr: str = "mode") -> None:
+    """A BroadcastError when a numpy kernel would need an array of ``shape`` (the ``what``) that the installed numpy
+    cannot make (more than NUMPY_MAX_DIMS dims, at most MAX_RANK: numpy 1 only); ``shapes`` lists all shapes."""
+    if NUMPY_MAX_DIMS < len(shape) <= MAX_RANK:
+        raise BroadcastError(op, mode, f"{what} rank {len(shape)}: numpy 1 holds at most {NUMPY_MAX_DIMS} dims; "
+                                       f"numpy 2 needed for rank {len(shape)}; {shapes}", mode_attr=mode_attr)
+
+
 MAX_ELEMENTS = 2**60 - 1  # the widest element (8 bytes) times this still fits int64: numpy and ORT size arithmetic
 
 

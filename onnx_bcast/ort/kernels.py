@@ -24,9 +24,9 @@ from onnx import helper
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
 from onnx_bcast.model.ort_import import extensions
-from onnx_bcast.onnx_defs.schemas import DOMAIN, ELEMENTWISE_CHECK, GUARDED_DOMAIN
+from onnx_bcast.onnx_defs.schemas import DOMAIN, ELEMENTWISE_CHECK, GUARDED_DOMAIN, RANK_CHECK
 from onnx_bcast.ops import OP_SPECS
-from onnx_bcast.ops.common import OpSpec, check_rank, zeros_inferred_dims
+from onnx_bcast.ops.common import OpSpec, check_numpy_rank, check_rank, zeros_inferred_dims
 from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment
 from onnx_bcast.ops.memory_guard import check_output_size
 from onnx_bcast.ort import bridge
@@ -111,6 +111,8 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
                     name = spec.inputs[i].name  # numpy makes no stand-in past 64 dims: say so as every rule does
                     check_rank(spec.name, str(spec.mode_of(attrs)), name, dims, f"{name} {fmt_shape(dims)}",
                                spec.mode_attr)
+                    check_numpy_rank(spec.name, str(spec.mode_of(attrs)), name, dims, f"{name} {fmt_shape(dims)}",
+                                     spec.mode_attr)  # numpy 1: 32 dims
                     values[i] = np.broadcast_to(np.zeros((), np.bool_), dims)
             out = spec.kernel(values, attrs, _limit(attrs))
         except BaseException as exc:  # an exception here would abort the process: never let one through
@@ -203,6 +205,24 @@ def elementwise_check(a_shape: np.ndarray, b_shape: np.ndarray, **attrs: Any) ->
         return failure_shape(error_id, int(np.prod(b, dtype=object)) if b else 1)
 
 
+def rank_check(shape: np.ndarray, **attrs: Any) -> np.ndarray:
+    """The guarded check before a kernel's value input of a rank numpy may not hold (``RANK_CHECK``): ``shape``
+    itself, which the value is reshaped to (free), or a failure shape carrying the error id when the rank is over
+    64, or over what the installed numpy makes (numpy 1: 32 dims; the bridge would abort the process on such an
+    input)."""
+    op, mode, mode_attr = str(attrs.get("op", "")), str(attrs.get("mode", "")), str(attrs.get("mode_attr") or "mode")
+    dims = tuple(int(v) for v in shape.tolist())
+    try:
+        what = str(attrs.get("input") or "input")
+        shapes = f"{what} {fmt_shape(dims)}"
+        check_rank(op, mode, what, dims, shapes, mode_attr)
+        check_numpy_rank(op, mode, what, dims, shapes, mode_attr)
+        return np.asarray(dims, dtype=np.int64)
+    except BaseException as exc:  # never let an exception reach the bridge: it would abort the process
+        error_id = _record(op, mode, attrs, exc, mode_attr)
+        return failure_shape(error_id, int(np.prod(dims, dtype=object)) if dims else 1)
+
+
 def register() -> None:
     """Register every op with onnxruntime-extensions, exactly once per process (reload-safe)."""
     st = state()
@@ -219,6 +239,11 @@ def register() -> None:
                        "elem_type": _I64}
         bridge.declare(f"{GUARDED_DOMAIN}::{ELEMENTWISE_CHECK}", [_I64, _I64], [_I64], check_attrs,
                             lambda inputs, attrs: elementwise_check(*inputs, **attrs))
+        rank_attrs = {"op": PyCustomOpDef.dt_string, "node": PyCustomOpDef.dt_string, "quiet": _I64,
+                      "mode": PyCustomOpDef.dt_string, "mode_attr": PyCustomOpDef.dt_string,
+                      "input": PyCustomOpDef.dt_string}
+        bridge.declare(f"{GUARDED_DOMAIN}::{RANK_CHECK}", [_I64], [_I64], rank_attrs,
+                       lambda inputs, attrs: rank_check(*inputs, **attrs))
         st.registered = True
 
 

@@ -11,9 +11,10 @@ from onnx_bcast.errors import BroadcastError
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.lowering.rules import RuleSet
-from onnx_bcast.onnx_defs.schemas import ELEMENTWISE_CHECK, GUARDED_DOMAIN
+from onnx_bcast.onnx_defs.schemas import ELEMENTWISE_CHECK, GUARDED_DOMAIN, RANK_CHECK
 from onnx_bcast.ops import OP_SPECS
 from onnx_bcast.ops.broadcast import MODES
+from onnx_bcast.ops.common import MAX_RANK, NUMPY_MAX_DIMS
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
 from onnx_bcast.ops.memory_guard import check_output_size
 from onnx_bcast.ort.tensor_types import carrier_problem, carrier_type, native_elementwise_runs, type_name
@@ -34,7 +35,7 @@ class GuardedKernel:
     error. List attributes
     travel as int64 constant inputs, a shape-only input (``like_arg``) as its ``Shape``. A value of a type the
     bridge cannot carry travels as the type that holds it exactly (float16/float8 as float32, int4 as int8:
-    ``Cast`` there and back), and a value of unknown rank first passes a check that its rank is at most 64.
+    ``Cast`` there and back), and a value of a rank numpy may not hold first passes a check (``_rank_checked``).
     """
 
     def __init__(self, op: str, mode: str, quiet: bool, max_output_bytes: int | None) -> None:
@@ -59,14 +60,30 @@ class GuardedKernel:
                 elem = bound.types[i]
                 carrier = carrier_type(elem) if elem is not None else None
                 value = emit.cast(name, carrier) if carrier is not None and carrier != elem else name
-                # the check is an Expand of the value: on the carried type, which ORT's Expand takes (bfloat16 not)
-                operands.append(emit.rank_checked(value) if bound.rank(i) is None else value)
+                operands.append(self._rank_checked(emit, bound, i, value))
             elif name:
                 operands.append(name if bound.is_int64(i) else emit.cast_i64(name))
             else:  # the ORT form of a list attribute (``shape_input`` carries ``shape``), else empty
                 attr = formal.name.removesuffix("_input")
                 operands.append(emit.const_i64(bound.attrs.get(attr, ()), f"{attr}_in"))
         return operands
+
+    def _rank_checked(self, emit: Emitter, bound: Bound, i: int, value: str) -> str:
+        """The value input ``i`` (``value``, of the carried type) checked to have a rank the kernel takes.
+
+        The bridge aborts the process on a value of more dims than numpy makes (64; numpy 1: 32). A rank unknown
+        until run time fails a check in standard ops when over 64: an ``Expand`` of the value, on the carried type,
+        which ORT's Expand takes (bfloat16 not). With numpy 1 such a rank, and with any numpy a known rank over its
+        limit (a ``Reshape`` to a constant shape of rank 65), passes ``RankCheck`` instead: the value is reshaped
+        to the shape it gives back, its own or a failure shape carrying the recorded error, which names the rule.
+        """
+        rank = bound.rank(i)
+        if (rank is None and NUMPY_MAX_DIMS < MAX_RANK) or (rank is not None and rank > NUMPY_MAX_DIMS):
+            (checked,) = emit.custom(RANK_CHECK, GUARDED_DOMAIN, [emit.shape(value)], [None], op=self.op,
+                                     node=bound.label, quiet=self.quiet, mode=self.mode,
+                                     mode_attr=bound.spec.mode_attr, input=bound.spec.inputs[i].name)
+            return emit.reshape(value, checked, may_hold_zero=False)  # its own shape: a 0 there is its own 0
+        return emit.rank_checked(value) if rank is None else value
 
     def rewrite(self, emit: Emitter, bound: Bound) -> None:
         for i in self._value_inputs(bound):

@@ -7,10 +7,11 @@ import os
 import re
 from typing import Any
 
+import numpy as np
 from onnx import ModelProto
 
 from onnx_bcast.converters import STANDARD
-from onnx_bcast.errors import BroadcastError
+from onnx_bcast.errors import BroadcastError, fmt_shape
 from onnx_bcast.importers.legacy_onnx import imported_if_legacy
 from onnx_bcast.lowering.declaring import declare, node_label
 from onnx_bcast.lowering.engine import lower
@@ -19,6 +20,7 @@ from onnx_bcast.model.files import load_model
 from onnx_bcast.model.ort_import import onnxruntime
 from onnx_bcast.model.walk import node_lists
 from onnx_bcast.onnx_defs import schemas
+from onnx_bcast.ops.common import MAX_RANK, NUMPY_MAX_DIMS
 from onnx_bcast.ort import kernels
 from onnx_bcast.ort.prepare import prepare
 from onnx_bcast.ort.process_state import take_error
@@ -110,6 +112,9 @@ class InferenceSession(ort.InferenceSession):
             try:
                 return super().run(output_names, input_feed, run_options)
             except Exception as exc:
+                wide = self._wide_output(exc, output_names, input_feed, run_options)
+                if wide is not None:
+                    raise wide from None
                 node = failed_node(exc)
                 label = self._our_label(node) if node is not None else None
                 explained = self._explain(label, failed_guard(exc), input_feed)
@@ -123,6 +128,8 @@ class InferenceSession(ort.InferenceSession):
         except Exception as exc:
             recorded = _recorded_error(exc, kernels.guarded_run.error_id)
             if recorded is None:
+                recorded = self._wide_output(exc, output_names, input_feed, run_options)
+            if recorded is None:
                 guard = failed_guard(exc)  # a check in standard ops before a kernel (e.g. rank at most 64)
                 if guard is None:
                     raise
@@ -130,6 +137,41 @@ class InferenceSession(ort.InferenceSession):
             raise recorded from None
         finally:
             run_state.active, run_state.error_id = False, None
+
+    def _wide_output(self, exc: BaseException, output_names: list[str] | None, input_feed: dict[str, Any],
+                     run_options: Any) -> BroadcastError | None:
+        """With numpy 1, an output of more than 32 dims, which ONNX Runtime computed but cannot hand back as an
+        array (a ValueError): a BroadcastError naming the output and the node that made it; else None.
+
+        The run is repeated keeping the outputs as ``OrtValue``s, whose shapes say which output it is (no error
+        text is read); only after a failed run, and only with numpy 1."""
+        if NUMPY_MAX_DIMS >= MAX_RANK or type(exc) is not ValueError:
+            return None
+        try:
+            feeds = {name: value if isinstance(value, ort.OrtValue) else
+                     ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value))
+                     for name, value in input_feed.items()}
+            names = output_names or [meta.name for meta in self.get_outputs()]
+            values = super().run_with_ort_values(names, feeds, run_options)
+        except Exception:
+            return None
+        for name, value in zip(names, values, strict=True):
+            shape = tuple(value.shape()) if value.is_tensor() else ()
+            if NUMPY_MAX_DIMS < len(shape) <= MAX_RANK:  # over 64 is no numpy's: the rules' errors say why
+                return self._output_error(name, shape)
+        return None
+
+    def _output_error(self, output: str, shape: tuple[int, ...]) -> BroadcastError:
+        """The BroadcastError of a model output too wide for numpy 1, naming the node that made it."""
+        rank = len(shape)
+        detail = (f"output '{output}' rank {rank}: numpy 1 holds at most {NUMPY_MAX_DIMS} dims; numpy 2 needed for "
+                  f"rank {rank}; output '{output}' {fmt_shape(shape)}")
+        for index, node in enumerate(self.source_model.graph.node):
+            if output in node.output:
+                if node.domain == schemas.DOMAIN:
+                    return declare(node, index).fail(detail)
+                return BroadcastError(node.op_type, "", detail, node_label(node, index))
+        return BroadcastError(schemas.DOMAIN, "", detail)
 
     def _our_label(self, node: str) -> str | None:
         """The label of our node whose rewrite holds the ORT node ``node`` (its name, or ``<label>/...``)."""
