@@ -55,7 +55,8 @@ def _bidirectional(guard: Guard, bound: Bound, d: str, target: str, big_r: str, 
                    unidirectional: bool) -> None:
     if unidirectional:  # the output is the target: numpy's conditions
         _numpy(guard, bound, d, target, big_r, axes, unidirectional)
-    # else nothing: the standard Expand broadcasts bidirectionally and checks it itself
+    else:  # the standard Expand broadcasts bidirectionally and checks the dims itself, but not the data's rank
+        guard.require(guard.at_most(guard.length(d), guard.i64(MAX_RANK)), f"ranks are at most {MAX_RANK}")
 
 
 def _pdpd(guard: Guard, bound: Bound, d: str, target: str, big_r: str, axes: str | None,

@@ -118,3 +118,34 @@ def test_like_arg_of_rank_65_names_its_rank(backend: str) -> None:
     feeds = {"A": np.ones((2, 3), np.float32), "s": np.array(shape65, np.int64), "B": np.ones(3, np.float32)}
     with pytest.raises(onnx_bcast.BroadcastError, match="like_arg rank 65 exceeds the maximum rank 64"):
         onnx_bcast.InferenceSession(model, backend=backend).run(None, feeds)
+
+
+@pytest.mark.parametrize("shape_is", ["a constant with -1", "fed at run time"])
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_bidirectional_broadcast_of_rank_65_never_gives_a_value(runner: str, shape_is: str) -> None:
+    """``Broadcast<bidirectional>`` of data reshaped to rank 65 (its rank known but not its dims, or unknown until run
+    time) to ``[1]``: ONNX Runtime's own ``Expand`` computes a rank-65 tensor, so the converted model must check the
+    data's rank itself (SPEC: a rank over 64 is an error). A ReduceSum to a scalar keeps the output readable."""
+    shape65 = np.array([1] * 64 + [-1], np.int64)
+    nodes = [helper.make_node("Reshape", ["A", "shape65"], ["A65"]),
+             helper.make_node("Broadcast", ["A65", "one"], ["S"], domain="onnx_bcast", name="n", mode="bidirectional"),
+             helper.make_node("ReduceSum", ["S"], ["Y"], keepdims=0)]
+    inputs = [helper.make_tensor_value_info("A", TensorProto.FLOAT, [3])]
+    initializers = [helper.make_tensor("one", TensorProto.INT64, [1], [1])]
+    if shape_is == "fed at run time":
+        inputs.append(helper.make_tensor_value_info("shape65", TensorProto.INT64, [None]))
+    else:
+        initializers.append(helper.make_tensor("shape65", TensorProto.INT64, [65], shape65.tolist()))
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+                              initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("onnx_bcast", 1)],
+                              ir_version=10)
+    feeds = {"A": np.ones(3, np.float32)}
+    if shape_is == "fed at run time":
+        feeds["shape65"] = shape65
+    if runner in ("numpy backend", "native backend"):
+        with pytest.raises(onnx_bcast.BroadcastError, match="rank"):
+            RUNNERS[runner](model, feeds)
+    else:  # plain ORT cannot raise our type: any error (here, or when converting), and no value
+        with pytest.raises(Exception):  # noqa: B017
+            RUNNERS[runner](model, feeds)
