@@ -21,11 +21,16 @@ from onnx import TensorProto
 from onnx_bcast.converters.guards import Guard, checked_b
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
-from onnx_bcast.ops.elementwise import ELEMENTWISE_OPS, POW_EXPONENTS_AS_DOUBLE, form_depends_on_type, pdpd_axes_plan
+from onnx_bcast.ops.elementwise import (
+    ELEMENTWISE_OPS,
+    POW_EXPONENTS_AS_DOUBLE,
+    floors,
+    form_depends_on_type,
+    pdpd_axes_plan,
+)
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
 
 _FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
-_SIGNED = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64)
 
 
 class ElementwiseRule:
@@ -73,7 +78,7 @@ class ElementwiseRule:
     def emit_standard(self, emit: Emitter, bound: Bound, b: str, form: str) -> None:
         """The standard op on A and ``b``, B already aligned for numpy broadcasting."""
         attrs = {"fmod": int(bound.attrs["fmod"])} if self.op == "Mod" else {}
-        if self.op == "Div" and int(bound.attrs["pythondiv"]) and bound.types[0] in _SIGNED:
+        if floors(self.op, bound.attrs, bound.types[0]):
             _floor_div(emit, bound.inputs[0], b, bound.output, form, bound.types[0])
             return
         emit.elementwise(self.op, bound.inputs[0], b, bound.output, form, bound.types[0], **attrs)

@@ -190,9 +190,8 @@ def _save_atomically(model: onnx.ModelProto, path: Path, external: bool) -> None
             external_data.set_folder(model, folder)  # every file it refers to is now beside ``path``
         elif source is not None:
             external_data.set_folder(model, source)
-        for name in staged:
-            if not written or name.exists():
-                name.unlink(missing_ok=True)
+        for name in staged:  # what was not renamed into place
+            name.unlink(missing_ok=True)
 
 
 def _write_inline_data(model: onnx.ModelProto, path: Path, data_name: str, staged: Path) -> tuple[Path, Path]:

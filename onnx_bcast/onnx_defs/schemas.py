@@ -77,43 +77,39 @@ RANK_CHECK = "RankCheck"
 
 def _elementwise_check_schema() -> OpSchema:
     """The guarded shape check of an elementwise op: both shapes in, the shape B must be reshaped to out."""
-    i64 = "tensor(int64)"
-    schema = OpSchema(
-        ELEMENTWISE_CHECK, GUARDED_DOMAIN, VERSION,
+    return _check_schema(
+        ELEMENTWISE_CHECK,
         "Validates A's and B's shapes under auto_broadcast; outputs the shape B takes for numpy broadcasting, or "
         "[2, error id] (a shape B cannot take) on failure.",
-        inputs=[OpSchema.FormalParameter("a_shape", i64, "Shape(A)"),
-                OpSchema.FormalParameter("b_shape", i64, "Shape(B)")],
-        outputs=[OpSchema.FormalParameter("b_aligned_shape", i64, "the shape for Reshape(B, ...)")],
-        attributes=[OpSchema.Attribute(name, kind, "", required=False) for name, kind in (
-            ("op", OpSchema.AttrType.STRING), ("node", OpSchema.AttrType.STRING),
-            ("auto_broadcast", OpSchema.AttrType.STRING), ("axis", OpSchema.AttrType.INT),
-            ("allowzero", OpSchema.AttrType.INT), ("quiet", OpSchema.AttrType.INT),
-            ("elem_type", OpSchema.AttrType.INT), ("max_output_bytes", OpSchema.AttrType.INT))],
-    )
-
-    def infer(ctx: InferenceContext) -> None:
-        ctx.set_output_type(0, helper.make_tensor_type_proto(onnx.TensorProto.INT64, [None]))
-
-    schema.set_type_and_shape_inference_function(infer)
-    return schema
-
+        [("a_shape", "Shape(A)"), ("b_shape", "Shape(B)")], ("b_aligned_shape", "the shape for Reshape(B, ...)"),
+        {"op": _STRING, "node": _STRING, "auto_broadcast": _STRING, "axis": _INT, "allowzero": _INT, "quiet": _INT,
+         "elem_type": _INT, "max_output_bytes": _INT})
 
 
 def _rank_check_schema() -> OpSchema:
     """The guarded rank check of a kernel's value input (numpy 1: at most 32 dims): its shape in, the same shape
     out (for ``Reshape(value, ...)``), or [2, error id] (a shape the value cannot take) on failure."""
-    i64 = "tensor(int64)"
-    schema = OpSchema(
-        RANK_CHECK, GUARDED_DOMAIN, VERSION,
+    return _check_schema(
+        RANK_CHECK,
         "Checks that a value's rank is one the numpy kernels take; outputs its shape, or [2, error id] (a shape the "
         "value cannot take) on failure.",
-        inputs=[OpSchema.FormalParameter("shape", i64, "Shape(value)")],
-        outputs=[OpSchema.FormalParameter("checked_shape", i64, "the shape for Reshape(value, ...)")],
-        attributes=[OpSchema.Attribute(name, kind, "", required=False) for name, kind in (
-            ("op", OpSchema.AttrType.STRING), ("node", OpSchema.AttrType.STRING),
-            ("mode", OpSchema.AttrType.STRING), ("mode_attr", OpSchema.AttrType.STRING),
-            ("input", OpSchema.AttrType.STRING), ("quiet", OpSchema.AttrType.INT))],
+        [("shape", "Shape(value)")], ("checked_shape", "the shape for Reshape(value, ...)"),
+        {"op": _STRING, "node": _STRING, "mode": _STRING, "mode_attr": _STRING, "input": _STRING, "quiet": _INT})
+
+
+_STRING, _INT = OpSchema.AttrType.STRING, OpSchema.AttrType.INT
+
+
+def _check_schema(name: str, doc: str, inputs: list[tuple[str, str]], output: tuple[str, str],
+                  attributes: dict[str, OpSchema.AttrType]) -> OpSchema:
+    """A guarded check of the ONNX Runtime form: int64 shapes in, one int64 shape out (a failure shape carrying the
+    error id when the check fails), every attribute optional."""
+    i64 = "tensor(int64)"
+    schema = OpSchema(
+        name, GUARDED_DOMAIN, VERSION, doc,
+        inputs=[OpSchema.FormalParameter(input_name, i64, what) for input_name, what in inputs],
+        outputs=[OpSchema.FormalParameter(output[0], i64, output[1])],
+        attributes=[OpSchema.Attribute(attr, kind, "", required=False) for attr, kind in attributes.items()],
     )
 
     def infer(ctx: InferenceContext) -> None:

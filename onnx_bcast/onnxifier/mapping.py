@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from onnx import NodeProto, TensorProto, helper
 
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.ops.elementwise import canonical_rule
+from onnx_bcast.ops.elementwise import SIGNED_INTEGERS, canonical_rule
 
 DOMAIN = "onnx_bcast"
 
@@ -24,7 +24,6 @@ BROADCASTS = ("Broadcast",)
 #: The pdpd axis as OpenVINO's serializer names it: elementwise ops, Broadcast-1, Broadcast-3.
 AXIS_KEYS = ("auto_broadcast.auto_broadcast_axis", "mode.auto_broadcast_axis", "mode.mode.axis", "axis")
 PYTHONDIV = ("reference", "cpu")
-_SIGNED = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64)
 _FLOATS = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
 
 ElemType = Callable[[str], int]  # a tensor's ONNX element type (0: unknown)
@@ -68,7 +67,7 @@ def binary(op_type: str, name: str, inputs: Sequence[str], outputs: Sequence[str
     elem = elem_type(a)
     if op_type == "Divide":
         floor = _bool(attrs.get("m_pythondiv", "true")) and (pythondiv == "reference" or rule == "pdpd")
-        extra = {"pythondiv": 1} if floor and elem in _SIGNED else {}
+        extra = {"pythondiv": 1} if floor and elem in SIGNED_INTEGERS else {}
         if floor and not elem:
             raise BroadcastError(ours, rule, f"Divide node {name!r} has m_pythondiv=true and an operand of unknown "
                                              "element type: floor or true division cannot be told", "auto_broadcast")

@@ -153,6 +153,15 @@ _EXACT_WHEN_WIDENED = {"Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", *COMPARI
 # types the standard op takes that ONNX Runtime's CPU provider has no kernel for (16-bit: 1.21 to 1.32; 8-bit: 1.21 to
 # 1.23): written widened, which is exact, so that the converted model runs wherever the original runs
 NO_RUNTIME_KERNEL = frozenset((op, elem) for op in ("Max", "Min") for elem in (_T.INT8, _T.UINT8, _T.INT16, _T.UINT16))
+SIGNED_INTEGERS = frozenset({_T.INT8, _T.INT16, _T.INT32, _T.INT64})
+
+
+def floors(op: str, attrs: dict[str, Any], elem: int | None) -> bool:
+    """Whether the op floors rather than truncates: ``Div`` with ``pythondiv`` on signed integers (OpenVINO's
+    ``m_pythondiv``); unsigned quotients and floats are the same either way."""
+    return op == "Div" and bool(int(attrs.get("pythondiv", 0))) and elem in SIGNED_INTEGERS
+
+
 # Pow exponent types (T1) ONNX Runtime has no kernel for: the kernel computes every integer exponent as a double
 # (C's pow), so the converted model casts these to double, which computes the same bits
 POW_EXPONENTS_AS_DOUBLE = frozenset({_T.INT8, _T.INT16, _T.UINT8, _T.UINT16, _T.UINT32, _T.UINT64})

@@ -7,7 +7,7 @@ from typing import Any
 
 from onnx import TensorProto, helper
 
-from onnx_bcast.ops.elementwise import COMPARISONS, LOGICAL, standard_accepts, standard_form
+from onnx_bcast.ops.elementwise import COMPARISONS, LOGICAL, floors, standard_accepts, standard_form
 
 # the element types the onnxruntime-extensions bridge hands to Python (others abort the process there)
 BRIDGE_TYPES = frozenset({
@@ -24,7 +24,6 @@ CARRIERS = {
 }
 _FLOATS = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
 _TRAPS = {("Div", TensorProto.INT32), ("Div", TensorProto.INT64)}  # ORT's native Div dies on INT_MIN / -1
-_SIGNED = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64)
 
 
 def type_name(elem: int) -> str:
@@ -55,7 +54,7 @@ def native_elementwise_runs(op: str, a: int | None, b: int | None, opset: int, a
         return True  # nothing known: the standard op, as before types were known
     if (op, a) in _TRAPS:
         return False
-    if op == "Div" and int(attrs.get("pythondiv", 0)) and a in _SIGNED:
+    if floors(op, attrs, a):
         return False  # floor division: ORT's Div truncates, our kernel floors
     if op == "Mod" and not int(attrs.get("fmod", 0)) and a in _FLOATS and opset < 28:
         return False  # ORT makes the session, then fails the run: "fmod attribute must be true ... before opset 28"
