@@ -71,3 +71,20 @@ def test_the_api_says_what_to_install() -> None:
     kind, name, message = done.stdout.strip().split(" ", 2)
     assert (kind, name) == ("ModuleNotFoundError", "onnxruntime")
     assert HINT in message
+
+
+def test_what_a_converting_only_install_assumes_is_what_the_oldest_supported_runtime_loads() -> None:
+    """Without ONNX Runtime, conversion targets what the oldest supported onnxruntime loads: the version is
+    pyproject.toml's minimum, and where that version is installed (CI's minimum run) its limits are the ones assumed."""
+    import tomllib
+
+    from onnx_bcast.model import runtime_limits
+
+    ort_extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["ort"]
+    (minimum,) = [r.split(">=")[1].split(",")[0] for r in ort_extra if r.startswith("onnxruntime>=")]
+    assert minimum.rsplit(".", 1)[0] == runtime_limits.OLDEST_ORT, minimum
+    if not ort.__version__.startswith(runtime_limits.OLDEST_ORT + "."):
+        pytest.skip(f"onnxruntime {ort.__version__} is not the oldest supported ({runtime_limits.OLDEST_ORT}): "
+                    "the run at the declared minimums compares the limits")
+    assert (runtime_limits.max_ir_version(), runtime_limits.max_opset()) == \
+        (runtime_limits.OLDEST_ORT_IR_VERSION, runtime_limits.OLDEST_ORT_OPSET)

@@ -11,8 +11,9 @@ from onnx import helper
 from onnx_bcast.model.ort_import import MissingRuntime, onnxruntime
 
 logger = logging.getLogger("onnx_bcast.model.runtime_limits")
-# without onnxruntime (a converting-only install): what the oldest supported onnxruntime (1.21) loads
-OLDEST_ORT_IR_VERSION, OLDEST_ORT_OPSET = 10, 22
+# without onnxruntime (a converting-only install): what the oldest supported onnxruntime loads (pyproject.toml's
+# minimum; tests/test_without_ort.py compares these with the installed onnxruntime when it is that version)
+OLDEST_ORT, OLDEST_ORT_IR_VERSION, OLDEST_ORT_OPSET = "1.20", 10, 21
 
 
 def ort_accepts(model: onnx.ModelProto) -> bool:
@@ -63,6 +64,6 @@ def _ort_installed() -> bool:
     try:
         onnxruntime()
     except MissingRuntime:
-        logger.info("onnxruntime is not installed: assuming what onnxruntime %s loads", "1.21")
+        logger.info("onnxruntime is not installed: assuming what onnxruntime %s loads", OLDEST_ORT)
         return False
     return True
