@@ -6,6 +6,7 @@ import errno
 import logging
 import os
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,37 +17,72 @@ class UnsafeLocation(ValueError):
     """An external data location that points outside the model's folder (absolute, or with '..')."""
 
 
+def absolute_folder(folder: Path) -> Path:
+    """``folder`` as an absolute path that names the folder the kernel finds: made absolute where it has no
+    ``..`` (lexically, without the ``lstat`` per component of resolving), else resolved (``link/..`` is not where
+    the lexical form points)."""
+    if ".." in folder.parts:
+        return folder.resolve()
+    return folder if folder.is_absolute() else Path(os.path.abspath(folder))
+
+
 def checked_file(folder: Path, location: str, where: str) -> Path:
     """``folder / location``, refused (``UnsafeLocation`` naming ``where``) unless it stays inside ``folder``."""
-    folder = folder.resolve()
-    target = (folder / location).resolve()
-    if not location or Path(location).is_absolute() or folder not in target.parents:
+    folder = absolute_folder(folder)
+    plain = _plainly_inside(folder, location)
+    if plain is not None:
+        return plain
+    real = folder.resolve()
+    target = (real / location).resolve()
+    if not location or Path(location).is_absolute() or real not in target.parents:
         raise UnsafeLocation(f"{where}: external data location {location!r} points outside the model's folder")
     return target
 
 
+def _plainly_inside(folder: Path, location: str) -> Path | None:
+    """``folder / location`` where it is plainly inside ``folder`` (an ``absolute_folder``): a relative POSIX
+    location of plain names, none of them a symbolic link on disk (an ``lstat`` per name of the location, not per
+    component of the whole path as resolving costs); None where that is not shown (``checked_file`` resolves)."""
+    if os.name != "posix" or not location or location[0] == "/":
+        return None
+    path = str(folder)
+    for part in location.split("/"):
+        if part in ("", ".", ".."):
+            return None
+        path = f"{path}/{part}"
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                return None
+        except FileNotFoundError:
+            break  # nothing from here on exists: no link either
+        except (OSError, ValueError):
+            return None
+    return Path(f"{folder}/{location}")
+
+
 def place(locations: list[str], source: Path, target: Path, stage: Callable[[Path], Path]
           ) -> list[tuple[Path, Path]]:
-    """The data files ``locations`` (in ``source``) made available in folder ``target``: nothing to do where the
-    folders are the same (the output refers to the input's files); else a copy made at ``stage(final)`` (a temporary
-    name beside the final file): a reflink where the file system can share the blocks, else the data regions only
-    (a sparse file stays sparse), never through Python's memory. Returns the (staged, final) pairs to move into
-    place. A different file of the same name already in ``target`` is an error: it is not overwritten.
+    """The data files ``locations`` (in ``source``) made available in folder ``target`` (both
+    ``absolute_folder``s): nothing to do where the folders are the same (the output refers to the input's files);
+    else a copy made at ``stage(final)`` (a temporary name beside the final file): a reflink where the file system
+    can share the blocks, else the data regions only (a sparse file stays sparse), never through Python's memory.
+    Returns the (staged, final) pairs to move into place. A different file of the same name already in ``target``
+    is an error: it is not overwritten.
 
     Not hard links: onnx (1.18 and later) refuses to read external data from a file with several links, as a
     possible hard-link attack. Not symbolic links: onnx, ONNX Runtime and onnx-bcast refuse data outside the
     model's folder."""
     moves = []
-    source, target = source.resolve(), target.resolve()
     for location in locations:
         original = checked_file(source, location, str(source))
         final = checked_file(target, location, str(target))
-        if final.exists() and os.path.samefile(final, original):
-            continue  # the same folder: the output refers to the file itself
-        if final.exists():
+        if os.path.lexists(final):
+            if os.path.exists(final) and os.path.samefile(final, original):
+                continue  # the same folder: the output refers to the file itself
             raise FileExistsError(errno.EEXIST, f"{final} exists and is not the input's data file {original}; "
                                                 "write the model to another folder", str(final))
-        final.parent.mkdir(parents=True, exist_ok=True)
+        if final.parent != target:
+            final.parent.mkdir(parents=True, exist_ok=True)
         staged = stage(final)
         how = copy_file(original, staged)
         logger.info("copied %s to %s (%s)", original, final, how)

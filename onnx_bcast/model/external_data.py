@@ -16,7 +16,7 @@ import onnx
 from onnx import ModelProto, TensorProto
 from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
-from onnx_bcast.model.data_files import UnsafeLocation, checked_file, copy_file
+from onnx_bcast.model.data_files import UnsafeLocation, absolute_folder, checked_file, copy_file
 from onnx_bcast.model.ort_import import onnxruntime
 from onnx_bcast.model.walk import all_node_lists
 
@@ -52,8 +52,31 @@ def all_tensors(model: ModelProto) -> Iterator[TensorProto]:
 
 
 def external_tensors(model: ModelProto) -> list[TensorProto]:
-    """The tensors whose data is in external files."""
-    return [tensor for tensor in all_tensors(model) if uses_external_data(tensor)]
+    """The tensors whose data is in external files (those of ``all_tensors`` that ``uses_external_data``)."""
+    found: list[TensorProto] = []
+    for graph in (model.graph, *model.functions):
+        _external_in(graph, found)
+    return found
+
+
+def _external_in(container: onnx.GraphProto | onnx.FunctionProto, found: list[TensorProto]) -> None:
+    """``external_tensors`` of one graph or function and its subgraphs, in one walk (a model is walked on every
+    load and save: the general walk costs several times more)."""
+    external = TensorProto.EXTERNAL
+    for tensor in getattr(container, "initializer", ()):
+        if tensor.data_location == external:
+            found.append(tensor)
+    for sparse in getattr(container, "sparse_initializer", ()):
+        found.extend(t for t in (sparse.values, sparse.indices) if t.data_location == external)
+    for node in container.node:
+        for attr in node.attribute:
+            if attr.HasField("t") and attr.t.data_location == external:
+                found.append(attr.t)
+            found.extend(t for t in attr.tensors if t.data_location == external)
+            if attr.HasField("g"):
+                _external_in(attr.g, found)
+            for graph in attr.graphs:
+                _external_in(graph, found)
 
 
 def location_of(tensor: TensorProto) -> str:
@@ -61,19 +84,24 @@ def location_of(tensor: TensorProto) -> str:
     return next((entry.value for entry in tensor.external_data if entry.key == "location"), "")
 
 
-def check_locations(model: ModelProto, folder: Path, where: str) -> list[str]:
-    """The distinct locations the model's tensors refer to, each checked to stay inside ``folder``."""
-    locations = sorted({location_of(tensor) for tensor in external_tensors(model)})
+def check_locations(model: ModelProto, folder: Path, where: str, tensors: list[TensorProto] | None = None
+                    ) -> list[str]:
+    """The distinct locations the model's tensors (``tensors``: its external ones, where already listed) refer
+    to, each checked to stay inside ``folder``."""
+    if tensors is None:
+        tensors = external_tensors(model)
+    locations = sorted({location_of(tensor) for tensor in tensors})
     for location in locations:
         checked_file(folder, location, where)
     return locations
 
 
-def read_small_constants(model: ModelProto, folder: Path) -> int:
+def read_small_constants(model: ModelProto, folder: Path, tensors: list[TensorProto] | None = None) -> int:
     """The values of the small integer tensors (shape-like inputs) read from their files into the model, so that
-    shape inference and the rules see them; every other tensor stays a reference. Returns how many were read."""
+    shape inference and the rules see them; every other tensor stays a reference (``tensors``: the model's external
+    ones, where already listed). Returns how many were read."""
     count = 0
-    for tensor in external_tensors(model):
+    for tensor in external_tensors(model) if tensors is None else tensors:
         if tensor.data_type not in _INTS or len(tensor.dims) > 1:
             continue
         info = ExternalDataInfo(tensor)
@@ -94,12 +122,15 @@ def read_small_constants(model: ModelProto, folder: Path) -> int:
 
 
 def set_folder(model: ModelProto, folder: Path | None) -> None:
-    """Record (None: forget) the folder that the model's external data locations are relative to."""
-    entries = [entry for entry in model.metadata_props if entry.key != FOLDER_KEY]
+    """Record (None: forget) the folder that the model's external data locations are relative to (as an
+    ``absolute_folder``)."""
+    props = model.metadata_props
+    kept = [entry for entry in props if entry.key != FOLDER_KEY]
+    if len(kept) != len(props):
+        del props[:]
+        props.extend(kept)
     if folder is not None:
-        entries.append(onnx.StringStringEntryProto(key=FOLDER_KEY, value=str(Path(folder).resolve())))
-    del model.metadata_props[:]
-    model.metadata_props.extend(entries)
+        props.add(key=FOLDER_KEY, value=str(absolute_folder(Path(folder))))
 
 
 def folder_of(model: ModelProto) -> Path | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import stat
 from pathlib import Path
 
 import onnx
@@ -44,7 +45,7 @@ def _stat_model_file(path: Path) -> os.stat_result:
         raise FileNotFoundError(f"{path}: no such file") from None
     except OSError as err:
         raise UnsafeModel(f"{path}: cannot read it ({err.strerror or err})") from None
-    if path.is_dir():
+    if stat.S_ISDIR(status.st_mode):
         raise UnsafeModel(f"{path}: is a directory, not an ONNX model file")
     return status
 
@@ -97,14 +98,19 @@ def load_model_file(path: Path) -> tuple[onnx.ModelProto, bool]:
     _check_file_size(path)
     model = _parse(path)
     _check_is_model(model, path)
-    folder = path.resolve().parent
+    tensors = external_data.external_tensors(model)
+    if not tensors:
+        logger.info("read %s: IR version %d, %d nodes in the main graph", path, model.ir_version,
+                    len(model.graph.node))
+        return model, False
+    folder = data_files.absolute_folder(path.parent)
     try:
-        locations = external_data.check_locations(model, folder, str(path))
+        locations = external_data.check_locations(model, folder, str(path), tensors)
     except data_files.UnsafeLocation as err:
         raise UnsafeModel(str(err)) from None
     if locations:
         try:
-            read = external_data.read_small_constants(model, folder)
+            read = external_data.read_small_constants(model, folder, tensors)
         except data_files.UnsafeLocation as err:
             raise UnsafeModel(str(err)) from None
         except OSError as err:
@@ -153,16 +159,18 @@ def _free_data_name(path: Path, taken: list[str]) -> str:
 
 
 def _save_atomically(model: onnx.ModelProto, path: Path, external: bool) -> None:
-    folder = path.parent.resolve()
+    folder = data_files.absolute_folder(path.parent)
     source = external_data.folder_of(model)
-    locations = external_data.check_locations(model, source or folder, str(path))
+    if source is not None:
+        source = data_files.absolute_folder(source)
+    tensors = external_data.external_tensors(model)
+    locations = external_data.check_locations(model, source or folder, str(path), tensors)
     if locations and source is None:
         missing = [name for name in locations if not (folder / name).is_file()]
         if missing:
             raise ValueError(f"{path}: the model's tensors refer to external data files {missing} that are not "
                              "beside it, and the model does not say where they are (load it with "
                              "onnx_bcast.load_model, or onnx.load with its data); nothing written")
-    data_name = _free_data_name(path, locations)
     staged: list[Path] = []
     token = f"{os.getpid()}-{secrets.token_hex(4)}"
 
@@ -179,14 +187,18 @@ def _save_atomically(model: onnx.ModelProto, path: Path, external: bool) -> None
         inline_out = (external and any(len(t.raw_data) >= 1024 for t in external_data.all_tensors(model))) or \
             model.ByteSize() > PROTOBUF_LIMIT
         if inline_out:
+            data_name = _free_data_name(path, locations)
             moves.append(_write_inline_data(model, path, data_name, stage(path.parent / data_name)))
+            tensors = external_data.external_tensors(model)
         onnx.save_model(model, str(tmp))
         for staged_file, final in moves:
             os.replace(staged_file, final)
+            staged.remove(staged_file)
         os.replace(tmp, path)
+        staged.remove(tmp)
         written = True
     finally:
-        if written and external_data.has_external_data(model):
+        if written and tensors:
             external_data.set_folder(model, folder)  # every file it refers to is now beside ``path``
         elif source is not None:
             external_data.set_folder(model, source)

@@ -1,0 +1,115 @@
+"""Where external data is read from and written to: folders reached through symbolic links or ``..``, locations
+through links; the fast path of ``data_files.checked_file`` (no resolving) must agree with the kernel's view.
+
+Expected values: the bytes written here, read back by plain ONNX Runtime from the saved model.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+import onnx_bcast
+from onnx_bcast.model import external_data
+from onnx_bcast.model.files import UnsafeModel, load_model
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="symbolic links as POSIX makes them")
+DOMAIN = "onnx_bcast"
+
+
+def _model(folder: Path, location: str, values: np.ndarray) -> Path:
+    """``y = Add<pdpd>(x, w)`` with w [4] float32 in ``folder / location``; returns the model's path."""
+    data = folder / location
+    data.parent.mkdir(parents=True, exist_ok=True)
+    data.write_bytes(values.astype(np.float32).tobytes())
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4], data_location=TensorProto.EXTERNAL)
+    w.external_data.add(key="location", value=location)
+    node = helper.make_node("Add", ["x", "w"], ["y"], domain=DOMAIN, auto_broadcast="pdpd")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)],
+                              ir_version=10)
+    path = folder / "model.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def _converted_output(source: str, out: Path) -> np.ndarray:
+    """``source`` converted and saved to ``out``, then run by plain ONNX Runtime from that file."""
+    onnx_bcast.save_model(onnx_bcast.convert(source), out)
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": np.zeros((2, 4), np.float32)})[0]
+
+
+def test_a_model_in_a_linked_folder(tmp_path: Path) -> None:
+    values = np.array([1, 2, 3, 4], np.float32)
+    _model(tmp_path / "real", "w.bin", values)
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    (tmp_path / "out").mkdir()
+    got = _converted_output(str(tmp_path / "alias" / "model.onnx"), tmp_path / "out" / "c.onnx")
+    np.testing.assert_array_equal(got, np.broadcast_to(values, (2, 4)))
+    assert (tmp_path / "out" / "w.bin").read_bytes() == values.tobytes()
+
+
+def test_a_model_path_through_link_dot_dot_reads_beside_the_file_the_kernel_opens(tmp_path: Path) -> None:
+    """``a/link/../model.onnx`` with ``link`` -> ``b/c`` opens ``b/model.onnx``: its data is ``b/w.bin``, not the
+    ``a/w.bin`` that the path's lexical form points to."""
+    values = np.array([5, 6, 7, 8], np.float32)
+    _model(tmp_path / "b", "w.bin", values)
+    (tmp_path / "b" / "c").mkdir()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "w.bin").write_bytes(np.full(4, -1, np.float32).tobytes())  # the decoy
+    (tmp_path / "a" / "link").symlink_to(tmp_path / "b" / "c")
+    source = f"{tmp_path}/a/link/../model.onnx"
+    assert external_data.folder_of(load_model(source)) == (tmp_path / "b").resolve()
+    (tmp_path / "out").mkdir()
+    got = _converted_output(source, tmp_path / "out" / "c.onnx")
+    np.testing.assert_array_equal(got, np.broadcast_to(values, (2, 4)))
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_a_location_through_a_linked_subfolder(tmp_path: Path, inside: bool) -> None:
+    """``sub/w.bin`` where ``sub`` is a link: refused when it leads out of the model's folder, read when it stays
+    in (as resolving the path decides)."""
+    values = np.array([9, 10, 11, 12], np.float32)
+    folder = tmp_path / "model"
+    path = _model(folder, "data/w.bin", values)
+    (folder / "sub").symlink_to(folder / "data" if inside else tmp_path / "outside")
+    if not inside:
+        (tmp_path / "outside").mkdir()
+        (tmp_path / "outside" / "w.bin").write_bytes(values.tobytes())
+    model = onnx.load(path, load_external_data=False)
+    model.graph.initializer[0].external_data[0].value = "sub/w.bin"
+    onnx.save(model, path)
+    if not inside:
+        with pytest.raises(UnsafeModel, match="points outside the model's folder"):
+            load_model(path)
+        return
+    (tmp_path / "out").mkdir()
+    got = _converted_output(str(path), tmp_path / "out" / "c.onnx")
+    np.testing.assert_array_equal(got, np.broadcast_to(values, (2, 4)))
+
+
+@pytest.mark.parametrize(("location", "allowed"), [("sub/../w.bin", True), ("../w.bin", False),
+                                                    ("sub/../../w.bin", False), ("./w.bin", True)])
+def test_dot_dot_in_a_location(tmp_path: Path, location: str, allowed: bool) -> None:
+    values = np.array([1, 3, 5, 7], np.float32)
+    folder = tmp_path / "model"
+    (folder / "sub").mkdir(parents=True)
+    path = _model(folder, "w.bin", values)
+    (tmp_path / "w.bin").write_bytes(values.tobytes())
+    model = onnx.load(path, load_external_data=False)
+    model.graph.initializer[0].external_data[0].value = location
+    onnx.save(model, path)
+    if not allowed:
+        with pytest.raises(UnsafeModel, match="points outside the model's folder"):
+            load_model(path)
+        return
+    model = load_model(path)
+    assert external_data.folder_of(model) == folder.resolve()
