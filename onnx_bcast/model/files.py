@@ -190,7 +190,11 @@ def _save_atomically(model: onnx.ModelProto, path: Path, external: bool) -> None
             data_name = _free_data_name(path, locations)
             moves.append(_write_inline_data(model, path, data_name, stage(path.parent / data_name)))
             tensors = external_data.external_tensors(model)
-        onnx.save_model(model, str(tmp))
+        if any(t.HasField("raw_data") for t in tensors):
+            onnx.save_model(model, str(tmp))  # writes the bytes of tensors marked external beside ``tmp`` first
+        else:
+            with open(tmp, "xb") as file:  # what onnx.save_model writes, without its walk over every tensor
+                file.write(model.SerializeToString())
         for staged_file, final in moves:
             os.replace(staged_file, final)
             staged.remove(staged_file)

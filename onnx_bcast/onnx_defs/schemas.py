@@ -57,9 +57,11 @@ def _schema(spec: OpSpec, domain: str, guarded: bool) -> OpSchema:
 
 def register() -> None:
     """Register our schemas with ``onnx.defs`` (idempotent, reload-safe)."""
+    if onnx.defs.has(RANK_CHECK, GUARDED_DOMAIN):
+        return  # registered last: every schema is there (each pass calls this; the full check costs 25 lookups)
     # onnx.reference indexes every registered schema by name at import and refuses a name found in two
     # domains (our Expand and ONNX's): let it build its index from the standard schemas first.
-    import onnx.reference.op_run  # noqa: F401
+    from onnx.reference import op_run  # noqa: F401
     for spec in OP_SPECS:
         if not onnx.defs.has(spec.name, DOMAIN):
             onnx.defs.register_schema(_schema(spec, DOMAIN, guarded=False))
