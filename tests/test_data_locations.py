@@ -113,3 +113,52 @@ def test_dot_dot_in_a_location(tmp_path: Path, location: str, allowed: bool) -> 
         return
     model = load_model(path)
     assert external_data.folder_of(model) == folder.resolve()
+
+
+def _external(name: str, location: str = "w.bin") -> TensorProto:
+    tensor = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=[4], data_location=TensorProto.EXTERNAL)
+    tensor.external_data.add(key="location", value=location)
+    return tensor
+
+
+def _everywhere(decoy: bytes) -> onnx.ModelProto:
+    """External tensors as initializers, in a Constant node, in an If branch, in a function and as a sparse
+    initializer's values; ``decoy``: an inline initializer's bytes (which may hold the external mark)."""
+    constant = helper.make_node("Constant", [], ["c"], value=_external("c_value"))
+    branch = helper.make_graph([helper.make_node("Constant", [], ["b"], value=_external("b_value", "sub/b.bin"))],
+                               "branch", [], [helper.make_tensor_value_info("b", TensorProto.FLOAT, [4])])
+    if_node = helper.make_node("If", ["cond"], ["i"], then_branch=branch, else_branch=branch)
+    sparse = onnx.SparseTensorProto(values=_external("s"), dims=[8])
+    sparse.indices.CopyFrom(helper.make_tensor("s_indices", TensorProto.INT64, [4], [0, 1, 2, 3]))
+    inline = TensorProto(name="inline", data_type=TensorProto.UINT8, dims=[len(decoy)], raw_data=decoy)
+    graph = helper.make_graph([constant, if_node, helper.make_node("F", ["c"], ["f"], domain="local")], "g",
+                              [helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("f", TensorProto.FLOAT, [4])],
+                              [_external("w"), inline], sparse_initializer=[sparse])
+    function = helper.make_function("local", "F", ["x"], ["y"], [
+        helper.make_node("Constant", [], ["k"], value=_external("f_value")),
+        helper.make_node("Add", ["x", "k"], ["y"])], [helper.make_opsetid("", 17)])
+    return helper.make_model(graph, functions=[function], opset_imports=[helper.make_opsetid("", 17),
+                                                                         helper.make_opsetid("local", 1)])
+
+
+@pytest.mark.parametrize("decoy", [b"", b"\x70\x01", b"\x70\x01" * 6, b"\x01\x70\x70\x01\x70"])
+@pytest.mark.parametrize("where", ["everywhere", "initializers only", "none"])
+def test_external_tensors_are_every_tensor_onnx_calls_external(decoy: bytes, where: str) -> None:
+    """The oracle: onnx's own walk over every tensor (``_get_all_tensors``) and ``uses_external_data``, plus the
+    sparse initializers' tensors, which onnx's walk leaves out. The decoys put the bytes of an external mark into
+    an inline tensor: counting marks alone would be fooled."""
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data
+
+    model = _everywhere(decoy)
+    if where != "everywhere":
+        model = onnx.ModelProto(ir_version=10, opset_import=[helper.make_opsetid("", 17)])
+        model.graph.name = "g"
+        model.graph.initializer.extend([_external("w"), _external("v")] if where == "initializers only" else [])
+        model.graph.initializer.add().CopyFrom(TensorProto(name="inline", data_type=TensorProto.UINT8,
+                                                           dims=[len(decoy)], raw_data=decoy))
+    sparse = [t for s in model.graph.sparse_initializer for t in (s.values, s.indices)]
+    want = sorted(t.name for t in [*_get_all_tensors(model), *sparse] if uses_external_data(t))
+    got = sorted(t.name for t in external_data.external_tensors(model))
+    assert got == want
+    assert len(want) == {"everywhere": 6, "initializers only": 2, "none": 0}[where]  # (the If's two branches)
