@@ -118,7 +118,7 @@ def test_a_failed_write_names_the_output_not_the_temporary_file(tmp_path: Path, 
     def refuse(*args: object, **kwargs: object) -> str:
         raise PermissionError(13, "Permission denied", str(tmp_path / ".out.onnx.84_6u2im.tmp"))
 
-    monkeypatch.setattr(files.onnx, "save_model", refuse)
+    monkeypatch.setattr(files, "write_graph", refuse)
     assert cli.main(["convert", str(source), "-o", str(tmp_path / "out.onnx")]) == 1
     err = capsys.readouterr().err
     assert err == f"onnx-bcast convert: {tmp_path / 'out.onnx'}: cannot write the model (permission denied); " \

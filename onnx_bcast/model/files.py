@@ -190,11 +190,7 @@ def _save_atomically(model: onnx.ModelProto, path: Path, external: bool) -> None
             data_name = _free_data_name(path, locations)
             moves.append(_write_inline_data(model, path, data_name, stage(path.parent / data_name)))
             tensors = external_data.external_tensors(model)
-        if any(t.HasField("raw_data") for t in tensors):
-            onnx.save_model(model, str(tmp))  # writes the bytes of tensors marked external beside ``tmp`` first
-        else:
-            with open(tmp, "xb") as file:  # what onnx.save_model writes, without its walk over every tensor
-                file.write(model.SerializeToString())
+        write_graph(model, tmp, any(t.HasField("raw_data") for t in tensors))
         for staged_file, final in moves:
             os.replace(staged_file, final)
             staged.remove(staged_file)
@@ -208,6 +204,17 @@ def _save_atomically(model: onnx.ModelProto, path: Path, external: bool) -> None
             external_data.set_folder(model, source)
         for name in staged:  # what was not renamed into place
             name.unlink(missing_ok=True)
+
+
+def write_graph(model: onnx.ModelProto, path: Path, marked_with_bytes: bool) -> None:
+    """``model`` written to a new file ``path`` (protobuf); ``marked_with_bytes``: some tensor marked external still
+    holds its bytes, which ``onnx.save_model`` writes to its file beside ``path`` first. Otherwise the bytes are
+    written here, without onnx.save_model's walk over every tensor."""
+    if marked_with_bytes:
+        onnx.save_model(model, str(path))
+        return
+    with open(path, "xb") as file:
+        file.write(model.SerializeToString())
 
 
 def _write_inline_data(model: onnx.ModelProto, path: Path, data_name: str, staged: Path) -> tuple[Path, Path]:
