@@ -266,6 +266,34 @@ def test_save_model_refuses_a_different_file_of_the_same_name(layers: Layers, tm
     assert (out_dir / "weights.bin").read_bytes() == b"someone else's data"
 
 
+def test_converting_again_to_the_same_folder_keeps_the_copy(layers: Layers, tmp_path: Path) -> None:
+    """The second ``convert`` to a folder that holds an earlier conversion's copy of the data keeps that copy
+    (same bytes: not written again, not refused), also for another output name; the outputs run to plain ORT's
+    values. A copy with one byte changed is refused and left as it was."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+
+    def convert(name: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "onnx_bcast", "convert", str(layers.path), "-o",
+                               str(out_dir / name)], capture_output=True, text=True, timeout=300)
+
+    assert convert("a.onnx").returncode == 0
+    copy = out_dir / "weights.bin"
+    first = _stats(out_dir)["weights.bin"]
+    for name in ("a.onnx", "b.onnx"):
+        proc = convert(name)
+        assert proc.returncode == 0, proc.stderr
+        assert _stats(out_dir)["weights.bin"] == first  # the same file, not rewritten
+        session = ort.InferenceSession(str(out_dir / name), providers=["CPUExecutionProvider"])
+        np.testing.assert_array_equal(session.run(None, {"x": layers.x})[0], layers.plain())
+    changed = bytearray(copy.read_bytes())
+    changed[-1] ^= 1
+    copy.write_bytes(bytes(changed))
+    proc = convert("c.onnx")
+    assert proc.returncode == 1 and "exists and is not the input's data file" in proc.stderr
+    assert copy.read_bytes() == bytes(changed) and not (out_dir / "c.onnx").exists()
+
+
 def test_cli_run_and_check(layers: Layers, tmp_path: Path) -> None:
     np.save(tmp_path / "x.npy", layers.x)
     for backend in ("numpy", "native"):

@@ -162,3 +162,34 @@ def test_external_tensors_are_every_tensor_onnx_calls_external(decoy: bytes, whe
     got = sorted(t.name for t in external_data.external_tensors(model))
     assert got == want
     assert len(want) == {"everywhere": 6, "initializers only": 2, "none": 0}[where]  # (the If's two branches)
+
+
+def _sparse(path: Path, size: int, writes: dict[int, bytes]) -> None:
+    """A file of ``size`` bytes holding ``writes`` (offset -> bytes) and holes elsewhere."""
+    with open(path, "wb") as file:
+        for offset, data in writes.items():
+            file.seek(offset)
+            file.write(data)
+        file.truncate(size)
+
+
+@pytest.mark.parametrize(("second", "equal"), [
+    ({5000: b"abc", 3_000_000: b"xyz"}, True),  # the same layout
+    ({0: bytes(5000) + b"abc", 3_000_000: b"xyz"}, True),  # zeros written where the first has a hole
+    ({5000: b"abc", 3_000_000: b"xyz", 1_000_000: b"\x01"}, False),  # a byte in the first's hole
+    ({5000: b"abd", 3_000_000: b"xyz"}, False),
+    ({5000: b"abc"}, False),  # the last region missing
+])
+def test_same_bytes_compares_sparse_files_as_their_bytes(tmp_path: Path, second: dict, equal: bool) -> None:
+    """The oracle: the files' whole bytes, read here."""
+    from onnx_bcast.model.data_files import same_bytes
+
+    size = 4_000_000
+    _sparse(tmp_path / "a", size, {5000: b"abc", 3_000_000: b"xyz"})
+    _sparse(tmp_path / "b", size, second)
+    assert ((tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes()) is equal
+    for chunk in (7, 4096, 16 * 1024 * 1024):
+        assert same_bytes(tmp_path / "a", tmp_path / "b", chunk) is equal
+        assert same_bytes(tmp_path / "b", tmp_path / "a", chunk) is equal
+    _sparse(tmp_path / "c", size + 1, {5000: b"abc", 3_000_000: b"xyz"})
+    assert not same_bytes(tmp_path / "a", tmp_path / "c")

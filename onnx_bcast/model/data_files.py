@@ -66,8 +66,8 @@ def place(locations: list[str], source: Path, target: Path, stage: Callable[[Pat
     ``absolute_folder``s): nothing to do where the folders are the same (the output refers to the input's files);
     else a copy made at ``stage(final)`` (a temporary name beside the final file): a reflink where the file system
     can share the blocks, else the data regions only (a sparse file stays sparse), never through Python's memory.
-    Returns the (staged, final) pairs to move into place. A different file of the same name already in ``target``
-    is an error: it is not overwritten.
+    Returns the (staged, final) pairs to move into place. A file of the same name already in ``target`` is kept
+    where it holds the same bytes (converting again to the same folder), else an error: it is never overwritten.
 
     Not hard links: onnx (1.18 and later) refuses to read external data from a file with several links, as a
     possible hard-link attack. Not symbolic links: onnx, ONNX Runtime and onnx-bcast refuse data outside the
@@ -79,8 +79,11 @@ def place(locations: list[str], source: Path, target: Path, stage: Callable[[Pat
         if os.path.lexists(final):
             if os.path.exists(final) and os.path.samefile(final, original):
                 continue  # the same folder: the output refers to the file itself
-            raise FileExistsError(errno.EEXIST, f"{final} exists and is not the input's data file {original}; "
-                                                "write the model to another folder", str(final))
+            if _reusable(final) and same_bytes(final, original):
+                logger.info("%s already holds the bytes of %s (an earlier conversion's copy): kept", final, original)
+                continue
+            raise FileExistsError(errno.EEXIST, f"{final} exists and is not the input's data file {original} (its "
+                                                "bytes differ); write the model to another folder", str(final))
         if final.parent != target:
             final.parent.mkdir(parents=True, exist_ok=True)
         staged = stage(final)
@@ -118,20 +121,63 @@ def copy_file(source: Path, target: Path) -> str:
 
 
 def _copy_data_regions(src: int, dst: int, size: int) -> None:
-    position = 0
-    while position < size:
-        try:
-            start = os.lseek(src, position, os.SEEK_DATA)
-        except OSError as err:
-            if err.errno == errno.ENXIO:  # only a hole from here on
-                break
-            raise
-        end = os.lseek(src, start, os.SEEK_HOLE)
+    for start, end in data_regions(src, size):
         offset = start
         while offset < end:
             copied = os.copy_file_range(src, dst, end - offset, offset, offset)
             if copied <= 0:
                 raise OSError(errno.EIO, "copy_file_range copied nothing")
             offset += copied
-        position = end
     os.ftruncate(dst, size)
+
+
+def data_regions(fd: int, size: int) -> list[tuple[int, int]]:
+    """The [start, end) ranges of an open file of ``size`` bytes that hold data (its holes left out); the whole
+    file where the system cannot say (no ``SEEK_DATA``)."""
+    whole = [(0, size)] if size else []
+    if not hasattr(os, "SEEK_DATA"):
+        return whole
+    regions, position = [], 0
+    try:
+        while position < size:
+            try:
+                start = os.lseek(fd, position, os.SEEK_DATA)
+            except OSError as err:
+                if err.errno == errno.ENXIO:  # only a hole from here on
+                    break
+                raise
+            position = os.lseek(fd, start, os.SEEK_HOLE)
+            regions.append((start, position))
+    except OSError:
+        return whole
+    return regions
+
+
+def _reusable(path: Path) -> bool:
+    """A regular file with one link (onnx refuses external data in a file with several: a possible attack)."""
+    status = os.lstat(path)
+    return stat.S_ISREG(status.st_mode) and status.st_nlink == 1
+
+
+def same_bytes(first: Path, second: Path, chunk: int = 16 * 1024 * 1024) -> bool:
+    """Whether two files hold the same bytes: compared a chunk at a time where either holds data (holes read as
+    zeros, so a sparse file costs its data only)."""
+    with open(first, "rb") as a, open(second, "rb") as b:
+        size = os.fstat(a.fileno()).st_size
+        if os.fstat(b.fileno()).st_size != size:
+            return False
+        spans = sorted(data_regions(a.fileno(), size) + data_regions(b.fileno(), size))
+        merged: list[list[int]] = []
+        for start, end in spans:
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        for start, end in merged:
+            for offset in range(start, end, chunk):
+                a.seek(offset)
+                b.seek(offset)
+                n = min(chunk, end - offset)
+                if a.read(n) != b.read(n):
+                    return False
+    return True

@@ -1,0 +1,75 @@
+"""Finding a model's tensors, and those whose data is in external files, without reading any data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from onnx import FunctionProto, GraphProto, ModelProto, TensorProto
+
+from onnx_bcast.model.walk import all_node_lists
+
+
+def all_tensors(model: ModelProto) -> Iterator[TensorProto]:
+    """Every tensor the model holds: initializers (sparse ones' values and indices) and attribute tensors, in
+    every graph and function."""
+    for container, _ in all_node_lists(model):
+        yield from getattr(container, "initializer", [])
+        for sparse in getattr(container, "sparse_initializer", []):
+            yield sparse.values
+            yield sparse.indices
+        for node in container.node:
+            for attr in node.attribute:
+                if attr.HasField("t"):
+                    yield attr.t
+                yield from attr.tensors
+
+
+#: a model up to this size is serialized to count its external tensors before they are looked for (below)
+_COUNTED_BYTES = 16 * 1024 * 1024
+_EXTERNAL_MARK = bytes((14 << 3, TensorProto.EXTERNAL))  # TensorProto.data_location = EXTERNAL, as written
+
+
+def external_tensors(model: ModelProto) -> list[TensorProto]:
+    """The tensors whose data is in external files (those of ``all_tensors`` that ``uses_external_data``).
+
+    A model's graph is walked on every load and save; walking every node's attributes costs more than
+    serializing a small model. Every external tensor's bytes hold ``_EXTERNAL_MARK``, so where the marks in a
+    small model's bytes are no more than its main graph's external initializers, they are all there are.
+    """
+    if model.ByteSize() <= _COUNTED_BYTES:
+        marks = model.SerializeToString().count(_EXTERNAL_MARK)
+        if marks == 0:
+            return []
+        external = TensorProto.EXTERNAL
+        found = [tensor for tensor in model.graph.initializer if tensor.data_location == external]
+        if len(found) == marks:
+            return found
+    found = []
+    for graph in (model.graph, *model.functions):
+        _external_in(graph, found)
+    return found
+
+
+def _external_in(container: GraphProto | FunctionProto, found: list[TensorProto]) -> None:
+    """``external_tensors`` of one graph or function and its subgraphs, in one walk (a model is walked on every
+    load and save: the general walk costs several times more)."""
+    external = TensorProto.EXTERNAL
+    for tensor in getattr(container, "initializer", ()):
+        if tensor.data_location == external:
+            found.append(tensor)
+    for sparse in getattr(container, "sparse_initializer", ()):
+        found.extend(t for t in (sparse.values, sparse.indices) if t.data_location == external)
+    for node in container.node:
+        for attr in node.attribute:
+            if attr.HasField("t") and attr.t.data_location == external:
+                found.append(attr.t)
+            found.extend(t for t in attr.tensors if t.data_location == external)
+            if attr.HasField("g"):
+                _external_in(attr.g, found)
+            for graph in attr.graphs:
+                _external_in(graph, found)
+
+
+def location_of(tensor: TensorProto) -> str:
+    """The file name an external tensor refers to (relative to its model's folder)."""
+    return next((entry.value for entry in tensor.external_data if entry.key == "location"), "")
