@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 
 class BroadcastError(ValueError):
@@ -27,6 +27,19 @@ class BroadcastError(ValueError):
     def with_node(self, node: str | None) -> BroadcastError:
         """The same error, attributed to an ONNX node."""
         return BroadcastError(self.op, self.mode, self.detail, node, self.mode_attr)
+
+
+class LazyText:
+    """Text made when it is shown: the shapes part of a message that a valid call never shows (formatting it on
+    every call costs more than the check)."""
+
+    __slots__ = ("_make",)
+
+    def __init__(self, make: Callable[[], str]) -> None:
+        self._make = make
+
+    def __str__(self) -> str:
+        return self._make()
 
 
 def fmt_shape(shape: Sequence[int]) -> str:

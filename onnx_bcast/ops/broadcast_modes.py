@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.errors import BroadcastError, LazyText, fmt_shape
 from onnx_bcast.ops.common import Shape
 
 
@@ -66,7 +66,7 @@ def _bidirectional_shape(op: str, d: Shape, t: Shape) -> Shape:
 
 def _explicit_shape(op: str, d: Shape, t: Shape, a: Shape) -> Shape:
     r, rank = len(d), len(t)
-    shapes = f"data {fmt_shape(d)}, target {fmt_shape(t)}, axes_mapping {list(a)}"
+    shapes = LazyText(lambda: f"data {fmt_shape(d)}, target {fmt_shape(t)}, axes_mapping {list(a)}")
     if not (len(a) == r or (r == 0 and len(a) == 1)):
         raise BroadcastError(op, "explicit", f"axes_mapping has {len(a)} axes but data has rank {r}; {shapes}")
     for i in range(1, len(a)):
@@ -91,7 +91,7 @@ def _explicit_shape(op: str, d: Shape, t: Shape, a: Shape) -> Shape:
 
 def _pdpd_start(op: str, d: Shape, t: Shape, axis: int) -> int:
     r, rank = len(d), len(t)
-    shapes = f"data {fmt_shape(d)}, target {fmt_shape(t)}, axis {axis}"
+    shapes = LazyText(lambda: f"data {fmt_shape(d)}, target {fmt_shape(t)}, axis {axis}")
     start = rank - r if axis == -1 else axis
     if not 0 <= start <= rank:
         raise BroadcastError(op, "pdpd", f"start axis {start} is outside [0, {rank}]; {shapes}")

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.errors import BroadcastError, LazyText, fmt_shape
 from onnx_bcast.ops.broadcast_modes import MODE_BY_NAME
 from onnx_bcast.ops.common import Shape, check_elements, check_rank, int_vector, target_dims
 
@@ -48,7 +48,7 @@ def broadcast_shape(data_shape: Any, target_shape: Any, axes_mapping: Any = None
     d = tuple(int(x) for x in data_shape)
     t = target_dims(target_shape, op, mode)
     a = _axes_or_none(op, mode, axes_mapping)
-    shapes = f"data {fmt_shape(d)}, target {fmt_shape(t)}"
+    shapes = LazyText(lambda: f"data {fmt_shape(d)}, target {fmt_shape(t)}")
     check_rank(op, mode, "data", d, shapes)
     check_rank(op, mode, "target", t, shapes)  # the output's rank is at most the larger of the two
     out = _mode_shape(op, mode, d, t, a, axis)

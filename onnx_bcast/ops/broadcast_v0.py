@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.errors import BroadcastError, LazyText, fmt_shape
 from onnx_bcast.ops.common import (
     ALL_TENSOR_TYPES,
     INDEX_TYPES,
@@ -33,7 +33,7 @@ def broadcast_v0_shape(arg_shape: Any, shape: Any, broadcast_axes: Any, op: str 
     d = tuple(int(x) for x in arg_shape)
     out = int_vector(shape, "shape", op, "")
     axes = int_vector(broadcast_axes, "broadcast_axes", op, "")
-    shapes = f"arg {fmt_shape(d)}, shape {fmt_shape(out)}"
+    shapes = LazyText(lambda: f"arg {fmt_shape(d)}, shape {fmt_shape(out)}")
     check_rank(op, "", "arg", d, shapes)
     check_rank(op, "", "shape", out, shapes)
     for i, t in enumerate(out):

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from onnx import AttributeProto
 
-from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.errors import BroadcastError, LazyText, fmt_shape
 from onnx_bcast.ops.memory_guard import InvalidLimit, output_limit
 
 Shape = tuple[int, ...]
@@ -135,7 +135,8 @@ def as_array(data: Any) -> np.ndarray:
 MAX_RANK = 64  # numpy 2's limit on dimensions; SPEC §2: ranks up to 64 work, a rank over 64 is an error
 
 
-def check_rank(op: str, mode: str, what: str, shape: Shape, shapes: str, mode_attr: str = "mode") -> None:
+def check_rank(op: str, mode: str, what: str, shape: Shape, shapes: str | LazyText,
+                mode_attr: str = "mode") -> None:
     """A BroadcastError when ``shape`` (the ``what``) has more than MAX_RANK dims; ``shapes`` lists all shapes."""
     if len(shape) > MAX_RANK:
         raise BroadcastError(op, mode, f"{what} rank {len(shape)} exceeds the maximum rank {MAX_RANK}; {shapes}",
@@ -147,7 +148,8 @@ def check_rank(op: str, mode: str, what: str, shape: Shape, shapes: str, mode_at
 NUMPY_MAX_DIMS = 32 if np.lib.NumpyVersion(np.__version__) < "2.0.0" else MAX_RANK
 
 
-def check_numpy_rank(op: str, mode: str, what: str, shape: Shape, shapes: str, mode_attr: str = "mode") -> None:
+def check_numpy_rank(op: str, mode: str, what: str, shape: Shape, shapes: str | LazyText,
+                     mode_attr: str = "mode") -> None:
     """A BroadcastError when a numpy kernel would need an array of ``shape`` (the ``what``) that the installed numpy
     cannot make (more than NUMPY_MAX_DIMS dims, at most MAX_RANK: numpy 1 only); ``shapes`` lists all shapes."""
     if NUMPY_MAX_DIMS < len(shape) <= MAX_RANK:
@@ -170,7 +172,7 @@ def zeros_inferred_dims(dims: Sequence[int]) -> tuple[int, ...]:
     return tuple(-1 if k == first else 1 if d == 0 else int(d) for k, d in enumerate(dims))
 
 
-def check_elements(op: str, mode: str, out: Shape, shapes: str, mode_attr: str = "mode") -> None:
+def check_elements(op: str, mode: str, out: Shape, shapes: str | LazyText, mode_attr: str = "mode") -> None:
     """A BroadcastError when an empty output's non-zero dims multiply past ``MAX_ELEMENTS``: no runtime can hold
     that shape, though it has no element (``(2**63 - 1, 0)``: numpy cannot make it, ORT would return it). A
     non-empty output that large is over the memory limit (``memory_guard``), which says so in bytes."""

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.errors import BroadcastError, LazyText, fmt_shape
 from onnx_bcast.ops.common import Attr, Input, OpSpec, Shape, check_rank, read_array
 from onnx_bcast.ops.memory_guard import check_output_size
 from onnx_bcast.ops.ort_arithmetic import ELEMENTWISE_KERNELS, numpy_rule_shape
@@ -58,7 +58,7 @@ def elementwise_shape(a_shape: Any, b_shape: Any, *, auto_broadcast: str = "nump
     """The output shape of an elementwise op under ``auto_broadcast``; validates, never allocates."""
     rule = canonical_rule(auto_broadcast, op)
     a, b = tuple(int(d) for d in a_shape), tuple(int(d) for d in b_shape)
-    shapes = f"A {fmt_shape(a)}, B {fmt_shape(b)}"
+    shapes = LazyText(lambda: f"A {fmt_shape(a)}, B {fmt_shape(b)}")
     check_rank(op, rule, "A", a, shapes, mode_attr="auto_broadcast")
     check_rank(op, rule, "B", b, shapes, mode_attr="auto_broadcast")  # the output's rank is the larger one
     if rule == "none":
@@ -132,6 +132,7 @@ def _type_string(elem: int) -> str:
     return f"tensor({onnx.TensorProto.DataType.Name(elem).lower()})"
 
 
+@functools.lru_cache(maxsize=1024)
 def standard_accepts(op: str, opset: int, elem: int) -> bool:
     """Whether the standard op, as of default-domain ``opset``, takes inputs of ONNX element type ``elem``."""
     try:
