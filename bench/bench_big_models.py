@@ -5,11 +5,13 @@ The model: x [1, C] through 10 layers of ``Add<pdpd>(h, Broadcast<explicit>(bias
 every W_i [C, C] float32 in one external data file that is sparse (a few random rows, zeros elsewhere), so that
 0.5-8 GiB of weights cost little disk. The hand-written standard equivalent reads the same file: ``Add(h, bias_i)``,
 ``MatMul``, ``Tanh``. Every measurement runs in its own process (peak memory is the process's ``ru_maxrss``), in
-interleaved rounds: the first round warms the page cache and is not counted.
+interleaved rounds: the first round warms the page cache and is not counted; the floor and the conversions (a few
+milliseconds each) run in more rounds than the sessions (``--convert-rounds``).
 
 - convert: ``onnx_bcast.save_model(onnx_bcast.convert(path), output)`` against the floor: load the graph without
   its data, save it, and place the data as convert does (the output is in another folder: a copy of the data
-  regions of the sparse file, in the kernel). Time as a ratio (the goal's); peak memory as MiB above the floor's.
+  regions of the sparse file, in the kernel). Time as the median of the rounds' ratios (each round's convert runs
+  right after its floor: a machine that slows down for a while slows both); peak memory as MiB above the floor's.
   Also ``onnx-bcast convert`` (in-process: ``cli.main``), whose argument parser and report add a fixed ~20 ms.
 - sessions: ``InferenceSession(path, backend=...)`` load + first run, against plain ORT on the hand-written
   standard model: time and peak memory as ratios. Also the converted model in plain ORT. Every output is compared
@@ -170,17 +172,22 @@ def measure(kind: str, folder: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def run_size(gib: float, rounds: int, root: Path) -> dict:
+CONVERT_KINDS = ("floor", "convert", "cli")
+
+
+def run_size(gib: float, rounds: int, root: Path, convert_rounds: int = 15) -> dict:
     folder = Path(tempfile.mkdtemp(prefix=f"big_{gib}_", dir=root))
     try:
         c = build(folder, int(gib * 1024**3))
         (folder / "side.json").write_text(json.dumps({"c": c}))
         (folder / "out").mkdir()
         results: dict[str, list[dict]] = {kind: [] for kind in KINDS}
-        for round_index in range(rounds + 1):  # round 0 warms the page cache
+        for round_index in range(max(rounds, convert_rounds) + 1):  # round 0 warms the page cache
             for kind in KINDS:
+                if round_index > (convert_rounds if kind in CONVERT_KINDS else rounds):
+                    continue  # conversions take milliseconds: more rounds of them, for a steadier median
                 for name in ("converted.onnx", "cli.onnx", "floor.onnx", "weights.bin"):
-                    if kind in ("floor", "convert", "cli") and (folder / "out" / name).exists():
+                    if kind in CONVERT_KINDS and (folder / "out" / name).exists():
                         (folder / "out" / name).unlink()  # each conversion writes and places from scratch
                 result = measure(kind, folder)
                 if round_index:
@@ -203,10 +210,16 @@ def _median(results: list[dict], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _round_ratios(results: list[dict], baselines: list[dict]) -> list[float]:
+    """Per counted round: the measurement's time over the baseline's of the same round."""
+    return [r["seconds"] / b["seconds"] for r, b in zip(results, baselines, strict=True)]
+
+
 def report(sizes: list[dict]) -> bool:
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, python "
           f"{platform.python_version()}, load average {os.getloadavg()[0]:.2f}")
-    print("\n| weights | convert time / floor | convert peak above floor | `onnx-bcast convert` time / floor | "
+    print("\n| weights | convert time / floor (median of the rounds' ratios, their range; median times) | "
+          "convert peak above floor | `onnx-bcast convert` time / floor | "
           "numpy backend time / plain ORT | numpy memory / plain ORT | native time / plain ORT | "
           "native memory / plain ORT | outputs equal |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -220,9 +233,11 @@ def report(sizes: list[dict]) -> bool:
             continue
         t = {k: _median(v, "seconds") for k, v in res.items()}
         m = {k: _median(v, "peak_mib") for k, v in res.items()}
-        convert_time, above = t["convert"] / t["floor"], m["convert"] - m["floor"]
+        ratios = _round_ratios(res["convert"], res["floor"])  # each round's convert and floor ran one after the
+        convert_time, above = statistics.median(ratios), m["convert"] - m["floor"]  # other: the drift cancels
         cells = [f"{size['gib']} GiB (C={size['c']})",
-                 f"{convert_time:.2f}x ({t['convert'] * 1e3:.2f} ms vs {t['floor'] * 1e3:.2f} ms)",
+                 f"{convert_time:.2f}x ({min(ratios):.2f}-{max(ratios):.2f}x; {t['convert'] * 1e3:.2f} ms vs "
+                 f"{t['floor'] * 1e3:.2f} ms)",
                  f"{above:.0f} MiB ({m['convert']:.0f} MiB)", f"{t['cli'] / t['floor']:.2f}x ({t['cli'] * 1e3:.1f} ms)"]
         ok = convert_time <= GOAL_CONVERT_TIME and above <= GOAL_CONVERT_MIB
         for kind in ("numpy", "native"):
@@ -244,8 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[0.5, 2.5, 8.0], help="GiB of weights")
     parser.add_argument("--rounds", type=int, default=3, help="counted rounds per size (after one warm-up)")
+    parser.add_argument("--convert-rounds", type=int, default=15,
+                        help="counted rounds of the floor and the conversions (each a few milliseconds)")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()),
                         help="where the sparse files go (a disk, not tmpfs: read holes would take memory)")
+    parser.add_argument("--json", type=Path, help="also write every measurement here")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "FOLDER", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -253,8 +271,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = []
     for gib in args.sizes:
-        sizes.append(run_size(gib, args.rounds, args.dir))
+        sizes.append(run_size(gib, args.rounds, args.dir, args.convert_rounds))
         print(f"[{gib} GiB done]", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps(sizes, indent=1))
     return 0 if report(sizes) else 1
 
 
