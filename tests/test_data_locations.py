@@ -193,3 +193,27 @@ def test_same_bytes_compares_sparse_files_as_their_bytes(tmp_path: Path, second:
         assert same_bytes(tmp_path / "b", tmp_path / "a", chunk) is equal
     _sparse(tmp_path / "c", size + 1, {5000: b"abc", 3_000_000: b"xyz"})
     assert not same_bytes(tmp_path / "a", tmp_path / "c")
+
+
+@pytest.mark.parametrize("inline_bytes", [16, 1024 * 1024])
+def test_external_tensors_never_serializes_inline_weights(inline_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counting marks serializes the model: only where its inline initializers are small (a model that holds its
+    weights is walked instead: serializing it would copy them). Either way the answer is onnx's own walk's."""
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data
+
+    from onnx_bcast.model import tensor_walk
+
+    model = onnx.ModelProto(ir_version=10, opset_import=[helper.make_opsetid("", 17)])
+    model.graph.name = "g"
+    model.graph.initializer.extend([_external("w"), TensorProto(name="inline", data_type=TensorProto.UINT8,
+                                                                 dims=[inline_bytes], raw_data=bytes(inline_bytes))])
+    calls = []
+
+    def spy(proto: onnx.ModelProto) -> bytes:
+        calls.append(proto.ByteSize())
+        return proto.SerializeToString()
+
+    monkeypatch.setattr(tensor_walk, "serialized", spy)
+    got = [t.name for t in external_data.external_tensors(model)]
+    assert got == [t.name for t in _get_all_tensors(model) if uses_external_data(t)] == ["w"]
+    assert len(calls) == (1 if inline_bytes < 64 * 1024 else 0)

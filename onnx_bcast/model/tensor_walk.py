@@ -26,7 +26,14 @@ def all_tensors(model: ModelProto) -> Iterator[TensorProto]:
 
 #: a model up to this size is serialized to count its external tensors before they are looked for (below)
 _COUNTED_BYTES = 16 * 1024 * 1024
+#: ... where its main graph's inline initializers hold at most this many bytes (weights are never copied for it)
+_INLINE_BYTES = 64 * 1024
 _EXTERNAL_MARK = bytes((14 << 3, TensorProto.EXTERNAL))  # TensorProto.data_location = EXTERNAL, as written
+
+
+def serialized(model: ModelProto) -> bytes:
+    """The model's bytes (one place, so that a test can see when they are made)."""
+    return model.SerializeToString()
 
 
 def external_tensors(model: ModelProto) -> list[TensorProto]:
@@ -34,15 +41,18 @@ def external_tensors(model: ModelProto) -> list[TensorProto]:
 
     A model's graph is walked on every load and save; walking every node's attributes costs more than
     serializing a small model. Every external tensor's bytes hold ``_EXTERNAL_MARK``, so where the marks in a
-    small model's bytes are no more than its main graph's external initializers, they are all there are.
+    small model's bytes are no more than its main graph's external initializers, they are all there are. A model
+    whose initializers hold their weights inline is walked instead: serializing it would copy them.
     """
     if model.ByteSize() <= _COUNTED_BYTES:
-        marks = model.SerializeToString().count(_EXTERNAL_MARK)
-        if marks == 0:
-            return []
         external = TensorProto.EXTERNAL
-        found = [tensor for tensor in model.graph.initializer if tensor.data_location == external]
-        if len(found) == marks:
+        found, inline = [], 0
+        for tensor in model.graph.initializer:
+            if tensor.data_location == external:
+                found.append(tensor)
+            else:
+                inline += tensor.ByteSize()
+        if inline <= _INLINE_BYTES and serialized(model).count(_EXTERNAL_MARK) == len(found):
             return found
     found = []
     for graph in (model.graph, *model.functions):
