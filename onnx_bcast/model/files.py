@@ -99,10 +99,6 @@ def load_model_file(path: Path) -> tuple[onnx.ModelProto, bool]:
     model = _parse(path)
     _check_is_model(model, path)
     tensors = external_data.external_tensors(model)
-    if not tensors:
-        logger.info("read %s: IR version %d, %d nodes in the main graph", path, model.ir_version,
-                    len(model.graph.node))
-        return model, False
     folder = data_files.absolute_folder(path.parent)
     try:
         locations = external_data.check_locations(model, folder, str(path), tensors)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from onnx import FunctionProto, GraphProto, ModelProto, TensorProto
+from onnx import ModelProto, TensorProto
 
 from onnx_bcast.model.walk import all_node_lists
 
@@ -44,8 +44,8 @@ def external_tensors(model: ModelProto) -> list[TensorProto]:
     small model's bytes are no more than its main graph's external initializers, they are all there are. A model
     whose initializers hold their weights inline is walked instead: serializing it would copy them.
     """
+    external = TensorProto.EXTERNAL
     if model.ByteSize() <= _COUNTED_BYTES:
-        external = TensorProto.EXTERNAL
         found, inline = [], 0
         for tensor in model.graph.initializer:
             if tensor.data_location == external:
@@ -54,30 +54,7 @@ def external_tensors(model: ModelProto) -> list[TensorProto]:
                 inline += tensor.ByteSize()
         if inline <= _INLINE_BYTES and serialized(model).count(_EXTERNAL_MARK) == len(found):
             return found
-    found = []
-    for graph in (model.graph, *model.functions):
-        _external_in(graph, found)
-    return found
-
-
-def _external_in(container: GraphProto | FunctionProto, found: list[TensorProto]) -> None:
-    """``external_tensors`` of one graph or function and its subgraphs, in one walk (a model is walked on every
-    load and save: the general walk costs several times more)."""
-    external = TensorProto.EXTERNAL
-    for tensor in getattr(container, "initializer", ()):
-        if tensor.data_location == external:
-            found.append(tensor)
-    for sparse in getattr(container, "sparse_initializer", ()):
-        found.extend(t for t in (sparse.values, sparse.indices) if t.data_location == external)
-    for node in container.node:
-        for attr in node.attribute:
-            if attr.HasField("t") and attr.t.data_location == external:
-                found.append(attr.t)
-            found.extend(t for t in attr.tensors if t.data_location == external)
-            if attr.HasField("g"):
-                _external_in(attr.g, found)
-            for graph in attr.graphs:
-                _external_in(graph, found)
+    return [tensor for tensor in all_tensors(model) if tensor.data_location == external]
 
 
 def location_of(tensor: TensorProto) -> str:
