@@ -19,8 +19,8 @@ _NUMPY_OF_ORT = {
 
 
 def random_input(name: str, ort_type: str, shape: Sequence[Any], rng: np.random.Generator,
-                 named_dims: dict[str, int] | None = None) -> np.ndarray:
-    """A random input for a graph input; unknown dims become 1.
+                 named_dims: dict[str, int] | None = None, lowest_integer: int = 0) -> np.ndarray:
+    """A random input for a graph input; unknown dims become 1; integers from ``lowest_integer`` to 9.
 
     With ``named_dims``, a symbolic dim (e.g. ``"N"``) gets the size recorded there, or the next of 2, 3, 4, ...
     (recorded), so that inputs sharing a name agree and different names differ.
@@ -40,7 +40,7 @@ def random_input(name: str, ort_type: str, shape: Sequence[Any], rng: np.random.
     if dtype is np.bool_:
         return rng.integers(0, 2, dims).astype(bool)
     if np.issubdtype(dtype, np.integer):
-        return rng.integers(0, 10, dims).astype(dtype)
+        return rng.integers(lowest_integer, 10, dims).astype(dtype)
     return rng.standard_normal(dims).astype(dtype)
 
 
@@ -82,16 +82,17 @@ def _check_shapes(session: Any, shapes: dict[str, list[int]]) -> None:
 
 
 def random_feeds(session: Any, seed: int = 0, given: dict[str, np.ndarray] | None = None,
-                 shapes: dict[str, list[int]] | None = None) -> dict[str, np.ndarray]:
+                 shapes: dict[str, list[int]] | None = None, nonzero_integers: bool = False
+                 ) -> dict[str, np.ndarray]:
     """Feeds for every input of an ORT session: the given arrays, random data for the rest.
 
     ``shapes`` fixes the shape of a random input (its unknown and named dims; the declared static dims must
-    match), as polygraphy's ``--input-shapes`` does.
+    match), as polygraphy's ``--input-shapes`` does. ``nonzero_integers``: random integers from 1 (divisors).
     """
     rng = np.random.default_rng(seed)
     given, shapes = given or {}, shapes or {}
     _check_shapes(session, shapes)
     named_dims = _given_dims(session, given, shapes)
     return {i.name: given[i.name] if i.name in given else
-            random_input(i.name, i.type, shapes.get(i.name, i.shape), rng, named_dims)
+            random_input(i.name, i.type, shapes.get(i.name, i.shape), rng, named_dims, int(nonzero_integers))
             for i in session.get_inputs()}

@@ -73,7 +73,7 @@ def test_ir_route_equals_openvino_reference(name: str, ir_folder: Path) -> None:
     case = CASES[name]
     path, feeds = saved(case, ir_folder)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    converted = ir_to_onnx(path)
+    converted = ir_to_onnx(path, pythondiv="reference")  # the oracle is OpenVINO's reference
     assert not [n.op_type for n in converted.graph.node if n.domain not in ("", "ai.onnx")]
     if case.fails:
         with pytest.raises(NotFolded):
@@ -92,7 +92,7 @@ def test_keep_ops_round_trip(name: str, ir_folder: Path) -> None:
 
     case = CASES[name]
     path, feeds = saved(case, ir_folder)
-    kept = ir_to_onnx(path, keep_ops=True)
+    kept = ir_to_onnx(path, keep_ops=True, pythondiv="reference")
     core = ov.Core()
     core.add_extension(extensions())
     if case.fails:
@@ -118,7 +118,7 @@ def test_our_nodes_are_kept_where_the_meaning_differs(ir_folder: Path) -> None:
     ours = {}
     for name in ("Add_pdpd_float32", "Add_none_float32", "Add_numpy_float32", "broadcast1_none", "Mod_numpy_int32",
                  "FloorMod_numpy_int32", "Divide_numpy_int32"):
-        kept = ir_to_onnx(saved(CASES[name], ir_folder)[0], keep_ops=True)
+        kept = ir_to_onnx(saved(CASES[name], ir_folder)[0], keep_ops=True, pythondiv="reference")
         ours[name] = sorted(f"{n.domain or 'onnx'}.{n.op_type}" for n in kept.graph.node
                             if n.op_type not in ("Identity", "Constant"))
     assert ours["Add_pdpd_float32"] == ["onnx_bcast.Add"] and ours["Add_none_float32"] == ["onnx_bcast.Add"]
@@ -128,7 +128,7 @@ def test_our_nodes_are_kept_where_the_meaning_differs(ir_folder: Path) -> None:
 
 def test_pythondiv_switch_follows_the_cpu_plugin(ir_folder: Path) -> None:
     """``pythondiv="cpu"``: truncation under numpy broadcasting, floor under pdpd, as OpenVINO's CPU plugin computes
-    (measured in docs/ops.md); the default floors as the reference does."""
+    (measured in docs/ops.md), and is the default; ``pythondiv="reference"`` floors as the reference does."""
     for rule in ("numpy", "pdpd"):
         case = binary_case("Divide", rule, np.int32, name=f"Divide_{rule}_int32")
         path, feeds = saved(case, ir_folder)
@@ -138,7 +138,8 @@ def test_pythondiv_switch_follows_the_cpu_plugin(ir_folder: Path) -> None:
         floored = a // b_aligned
         got = run_ort(ir_to_onnx(path, pythondiv="cpu"), feeds)[0]
         assert np.array_equal(got, truncated if rule == "numpy" else floored)
-        assert np.array_equal(run_ort(ir_to_onnx(path), feeds)[0], floored)
+        assert np.array_equal(run_ort(ir_to_onnx(path), feeds)[0], got)
+        assert np.array_equal(run_ort(ir_to_onnx(path, pythondiv="reference"), feeds)[0], floored)
         assert not np.array_equal(truncated, floored)
 
 
@@ -151,7 +152,7 @@ def test_cli_from_ir(name: str, ir_folder: Path, tmp_path: Path, capsys: pytest.
     path, feeds = saved(case, ir_folder)
     out = tmp_path / "out.onnx"
     assert main(["from-ir", str(path), "-o", str(out), "--verify"]) == 0
-    assert "equal to OpenVINO (its reference kernels)" in capsys.readouterr().out
+    assert "equal to OpenVINO's CPU plugin" in capsys.readouterr().out
     import onnx
 
     assert_matches(case, run_ort(onnx.load(out), feeds), expected(case, path, feeds))
@@ -217,7 +218,7 @@ def test_every_ir_through_the_command(name: str, ir_folder: Path, tmp_path: Path
     case = CASES[name]
     path, feeds = saved(case, ir_folder)
     out = tmp_path / "out.onnx"
-    assert main(["from-ir", str(path), "-o", str(out), "-q"]) == 0, capsys.readouterr().err
+    assert main(["from-ir", str(path), "-o", str(out), "-q", "--pythondiv", "reference"]) == 0, capsys.readouterr().err
     written = onnx.load(out)
     if case.fails:
         with pytest.raises(Exception, match="guard|Expand|Reshape|shape"):

@@ -140,11 +140,15 @@ def build_parser() -> argparse.ArgumentParser:
                          help="keep onnx_bcast nodes (for onnx_bcast.InferenceSession or OpenVINO with our extensions)")
     from_ir.add_argument("--no-guards", action="store_true", help="leave out the run-time checks")
     from_ir.add_argument("--verify", action="store_true",
-                         help="compare with OpenVINO on the IR itself, on random inputs, before writing")
-    from_ir.add_argument("--seed", type=seed, default=0, help="with --verify: seed of the random inputs (default: 0)")
-    from_ir.add_argument("--pythondiv", choices=("reference", "cpu"), default="reference",
-                         help="integer Divide with m_pythondiv=true: floor as OpenVINO's reference kernels, or as "
-                              "its CPU plugin (floor under pdpd broadcasting only) (default: %(default)s)")
+                         help="run the written model and the IR on OpenVINO's CPU plugin on the same inputs and "
+                              "require equal outputs (integers exactly, floats within 1e-4) before writing")
+    add_random_inputs(from_ir, "with --verify: ")
+    from_ir.add_argument("--keep-failed", action="store_true",
+                         help="with --verify: if the outputs differ, still write the model, as OUT.unverified.onnx")
+    from_ir.add_argument("--pythondiv", choices=("cpu", "reference"), default="cpu",
+                         help="integer Divide with m_pythondiv=true: as OpenVINO's CPU plugin computes it "
+                              "(truncation, what its ONNX, Paddle and JAX frontends mean; floor under pdpd "
+                              "broadcasting), or floor as its reference kernels (default: %(default)s)")
     from_ir.set_defaults(handler="from-ir")
     return parser
 

@@ -1,31 +1,64 @@
-"""``onnx-bcast from-ir MODEL.xml -o OUT.onnx``: OpenVINO IR to ONNX through onnxifier, our broadcasts lowered."""
+"""``onnx-bcast from-ir MODEL.xml -o OUT.onnx``: OpenVINO IR to ONNX through onnxifier, our broadcasts lowered; the
+written model is checked (and with ``--verify`` compared with OpenVINO's CPU plugin) before anything is written."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
-from onnx_bcast.cli.inputs import ModelProblem
+from onnx_bcast.cli.inputs import ModelProblem, parse_inputs
+
+EXIT_OK, EXIT_MODEL = 0, 1
+
+
+def unverified_path(target: Path) -> Path:
+    """Where ``--keep-failed`` writes a model that failed ``--verify``: beside the output, named so."""
+    return target.with_name(f"{target.stem}.unverified{target.suffix or '.onnx'}")
 
 
 def cmd_from_ir(args: argparse.Namespace) -> int:
+    from onnx_bcast.cli.main import _check_output_path
     from onnx_bcast.model.files import save_atomically
     from onnx_bcast.onnxifier import ir_to_onnx
+    from onnx_bcast.onnxifier.validate import IRNotConvertible
 
     source, target = Path(args.model), Path(args.output)
     if source.suffix.lower() != ".xml":
         raise ModelProblem(f"{args.model}: expected an OpenVINO IR .xml file (its weights in the .bin beside it)")
-    if target.exists() and target.resolve() == source.resolve():
-        raise ModelProblem(f"{args.output}: is the input model; choose another output path")
+    if target.suffix.lower() in (".xml", ".bin") or target.resolve() == source.with_suffix(".bin").resolve():
+        raise ModelProblem(f"{args.output}: is an IR file name; choose an .onnx output path")
+    _check_output_path(source, target, args.output)
+    given, shapes = parse_inputs(args.input), dict(args.input_shapes)
+    if (given or shapes or args.seed is not None or args.keep_failed) and not args.verify:
+        raise ModelProblem("--input, --input-shapes, --seed and --keep-failed are for --verify; add --verify")
     start = time.perf_counter()
-    model = ir_to_onnx(source, keep_ops=args.keep_ops, guards=not args.no_guards, pythondiv=args.pythondiv)
+    try:
+        model = ir_to_onnx(source, keep_ops=args.keep_ops, guards=not args.no_guards, pythondiv=args.pythondiv)
+    except IRNotConvertible as err:
+        print(f"onnx-bcast from-ir: {err}", file=sys.stderr)
+        return EXIT_MODEL
     seconds = time.perf_counter() - start
     verified = ""
     if args.verify:
-        from onnx_bcast.onnxifier.verify import verify_ir
+        from onnx_bcast.cli.inputs import check_names
+        from onnx_bcast.onnxifier.verify import VerificationFailed, verify_ir
 
-        verified = "; " + verify_ir(source, model, keep_ops=args.keep_ops, pythondiv=args.pythondiv, seed=args.seed)
+        check_names(list(model.graph.input), given, shapes)
+        try:
+            verified = "; " + verify_ir(source, model, keep_ops=args.keep_ops, pythondiv=args.pythondiv,
+                                        seed=args.seed or 0, given=given, shapes=shapes)
+        except VerificationFailed as err:
+            kept = ""
+            if args.keep_failed:
+                failed = unverified_path(target)
+                _check_output_path(source, failed, str(failed))
+                save_atomically(model, failed, external=False)
+                kept = f"\n  the model was written to {failed} (--keep-failed)"
+            print(f"onnx-bcast from-ir: {err}{kept or chr(10) + '  nothing was written (--keep-failed writes it)'}",
+                  file=sys.stderr)
+            return EXIT_MODEL
     try:
         save_atomically(model, target, external=False)
     except OSError as err:
@@ -35,4 +68,4 @@ def cmd_from_ir(args: argparse.Namespace) -> int:
     guards = sum(1 for node in model.graph.node if "/guard: " in node.name)
     print(f"{source.name}: {len(model.graph.node)} ONNX nodes{kept}, {guards} run-time checks, {seconds:.2f} s")
     print(f"wrote {args.output}{verified}")
-    return 0
+    return EXIT_OK

@@ -21,7 +21,7 @@ from onnx_bcast.onnxifier.mapping import DOMAIN, PYTHONDIV
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ir_to_onnx", "PYTHONDIV", "OnnxifierMissing"]
+__all__ = ["ir_to_onnx", "PYTHONDIV", "OnnxifierMissing", "IRNotConvertible"]
 
 
 class OnnxifierMissing(ImportError):
@@ -38,14 +38,17 @@ def _internals():  # noqa: ANN202 - the module, imported on first use
 
 
 def ir_to_onnx(xml: str | os.PathLike, *, keep_ops: bool = False, guards: bool = True,
-               pythondiv: str = "reference", opset: int | None = None, optimize: bool = True) -> onnx.ModelProto:
-    """The IR at ``xml`` (its weights in the ``.bin`` beside it) as an ONNX model.
+               pythondiv: str = "cpu", opset: int | None = None, optimize: bool = True) -> onnx.ModelProto:
+    """The IR at ``xml`` (its weights in the ``.bin`` beside it) as an ONNX model with the IR's input and output
+    names, element types and order; ``IRNotConvertible`` (one line per IR op) where it cannot be written valid.
 
     ``keep_ops``: keep our nodes (domain ``onnx_bcast``) instead of lowering them; ``guards``: the converted model
     checks at run time what is not proven statically (``convert``'s guards); ``pythondiv``: what integer
-    ``Divide m_pythondiv=true`` means, ``"reference"`` (OpenVINO's reference kernels: floor) or ``"cpu"`` (its CPU
-    plugin: floor under pdpd broadcasting, truncation otherwise); ``optimize``: run onnxifier's default passes
-    after its frontend, as ``onnxifier.convert`` does. Input files are only read.
+    ``Divide m_pythondiv=true`` means, ``"cpu"`` (OpenVINO's CPU plugin, the default: truncation, which its ONNX,
+    Paddle and JAX frontends mean by it; floor under pdpd broadcasting) or ``"reference"`` (its reference kernels:
+    floor); a division by ``Power(2, s)`` (ONNX ``BitShift``) floors either way. ``optimize``: run onnxifier's
+    default passes after its frontend, as ``onnxifier.convert`` does, but for ``half_to_float`` (float16 stays
+    float16). Input files are only read.
     """
     path = Path(xml)
     if not path.is_file():
@@ -56,14 +59,30 @@ def ir_to_onnx(xml: str | os.PathLike, *, keep_ops: bool = False, guards: bool =
     if pythondiv not in PYTHONDIV:
         raise ValueError(f"pythondiv must be one of {', '.join(PYTHONDIV)}, got {pythondiv!r}")
     internals = _internals()
+    from onnx_bcast.onnxifier.interface import match_interface, read_interface
+    from onnx_bcast.onnxifier.validate import IRNotConvertible, validate
 
     def lower(model: onnx.ModelProto) -> onnx.ModelProto:
         return model if keep_ops else convert(model, opset=opset, guards=guards)
 
-    with internals.installed({"pythondiv": pythondiv}, lower):
-        model = internals.read_ir(str(path), optimize=optimize and not keep_ops)
+    try:
+        with internals.installed({"pythondiv": pythondiv}, lower):
+            model = internals.read_ir(str(path), optimize=optimize and not keep_ops)
+    except internals.NotExpressible as err:
+        raise IRNotConvertible(path, err.lines) from None
     if any(node.domain == DOMAIN for node in model.graph.node) and not any(
             o.domain == DOMAIN for o in model.opset_import):
         model.opset_import.append(onnx.helper.make_opsetid(DOMAIN, 1))  # onnxifier's frontend deleted it
+    problems = match_interface(model, read_interface(path))
+    problems = problems or validate(model, path, keep_ops=keep_ops)
+    if problems:
+        raise IRNotConvertible(path, problems)
     log.info("%s: %d nodes (onnxifier %s)", path.name, len(model.graph.node), internals.VERSION)
     return model
+
+
+def __getattr__(name: str) -> object:
+    if name == "IRNotConvertible":  # without importing the checks at package import
+        from onnx_bcast.onnxifier.validate import IRNotConvertible
+        return IRNotConvertible
+    raise AttributeError(name)

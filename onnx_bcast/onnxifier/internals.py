@@ -22,6 +22,7 @@ import onnx
 from onnx import helper
 
 from onnx_bcast.onnxifier.mapping import BINARY, DOMAIN, binary, broadcast
+from onnx_bcast.onnxifier.owned import TRANSLATIONS, IrNode, Unsupported
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,9 @@ VERSION = onnxifier.__version__
 #: onnxifier's pass names for the op types we map (the others reach ``z__trivial``).
 PASS_OF_OP = {"Broadcast": "broadcast", "Divide": "divide", "FloorMod": "floor_mod", "Multiply": "multiply",
               "Subtract": "subtract", "Power": "power", "Maximum": "maximum", "Minimum": "minimum",
-              "GreaterEqual": "greater_equal", "LessEqual": "less_equal"}
+              "GreaterEqual": "greater_equal", "LessEqual": "less_equal",
+              # owned translations of ops onnxifier has a pass for (onnx_bcast/onnxifier/owned; docs/ir-route.md)
+              "MVN": "mvn", "Gather": "gather", "Gelu": "gelu", "Selu": "selu"}
 TRIVIAL = "z__trivial"
 #: What this module needs of onnxifier (the test checks each): names, and methods of its classes.
 REQUIRED = {"registry": ("register", "get_type", "__contains__", "__iter__"),
@@ -63,16 +66,57 @@ def _elem_type(graph: Any) -> Callable[[str], int]:
     return lookup
 
 
-def our_nodes(graph: Any, node: onnx.NodeProto, options: dict[str, Any]) -> list[onnx.NodeProto] | None:
-    """The nodes that replace an IR node of a type we map (the last one takes its name), else None."""
+def _ir_node(graph: Any, rewriter: Any, node: onnx.NodeProto, attrs: dict[str, str], version: str) -> IrNode:
+    def shape(name: str) -> list[int | str] | None:
+        try:
+            return list(graph.tensor_shape(name))
+        except (ValueError, KeyError):
+            return None
+
+    def const(name: str) -> Any:
+        try:
+            return rewriter.get_value(name)
+        except Exception:  # noqa: BLE001 - onnxifier's folding of anything upstream: not a constant then
+            return None
+
+    return IrNode(node.name, node.op_type, version, list(node.input), list(node.output), attrs, const, shape,
+                  _elem_type(graph))
+
+
+def our_nodes(graph: Any, node: onnx.NodeProto, options: dict[str, Any], rewriter: Any = None
+              ) -> list[onnx.NodeProto] | None:
+    """The nodes that replace an IR node of a type we map (the last one takes its name), else None. An owned
+    translation that cannot express the node records why in ``options["refused"]`` and keeps the IR node."""
     attrs = _attributes(node)
     version = attrs.pop("version", "")
     if node.op_type == "Broadcast":
         return broadcast(node.name, node.input, node.output, attrs, version)
     if node.op_type in BINARY:
         return binary(node.op_type, node.name, node.input, node.output, attrs, _elem_type(graph),
-                      options["pythondiv"])
-    return None
+                      options["pythondiv"], power_of_two=_power_of_two(graph, rewriter))
+    translation = TRANSLATIONS.get(node.op_type)
+    if translation is None:
+        return None
+    try:
+        return translation(_ir_node(graph, rewriter, node, attrs, version))
+    except Unsupported as err:
+        options.setdefault("refused", []).append(str(err))
+        return [node]
+
+
+def _power_of_two(graph: Any, rewriter: Any) -> Callable[[str], bool]:
+    """Whether a tensor is written by ``Power(2, s)``: OpenVINO's form of ONNX ``BitShift`` right (a Divide by it)."""
+    def check(name: str) -> bool:
+        producer = graph._out_to_node.get(name)  # noqa: SLF001 - onnxifier's tensor -> node index
+        node = graph.nodes[producer]["pb"] if producer else None
+        if node is None or node.op_type not in ("Power", "Pow") or rewriter is None:
+            return False
+        try:
+            base = rewriter.get_value(node.input[0])
+        except Exception:  # noqa: BLE001 - not a constant
+            return False
+        return base is not None and base.size >= 1 and bool((base == 2).all())
+    return check
 
 
 class _Ours(BaseNodeConversion):
@@ -81,7 +125,7 @@ class _Ours(BaseNodeConversion):
     options: dict[str, Any] = {}
 
     def replace(self, graph: Any, ori_node: onnx.NodeProto) -> onnx.NodeProto:
-        nodes = our_nodes(graph, ori_node, self.options)
+        nodes = our_nodes(graph, ori_node, self.options, self)
         if nodes is None:
             return self.fallback(graph, ori_node)
         if len(nodes) > 1:
@@ -90,6 +134,14 @@ class _Ours(BaseNodeConversion):
 
     def fallback(self, graph: Any, ori_node: onnx.NodeProto) -> onnx.NodeProto:
         raise AssertionError(f"no mapping for {ori_node.op_type}")
+
+
+class NotExpressible(ValueError):
+    """IR ops that have no ONNX translation here: one line per op (its type, version and name)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = list(dict.fromkeys(lines))
+        super().__init__("; ".join(self.lines))
 
 
 def _trivial_pass(original: type, lower: Callable[[onnx.ModelProto], onnx.ModelProto]) -> type:
@@ -101,9 +153,21 @@ def _trivial_pass(original: type, lower: Callable[[onnx.ModelProto], onnx.ModelP
             self.register_post_hook(self.lower)
 
         def fallback(self, graph: Any, ori_node: onnx.NodeProto) -> onnx.NodeProto:
+            """onnxifier's renaming, only where it loses nothing: an ONNX op of that name, no attribute dropped."""
+            attrs = _attributes(ori_node)
+            version = attrs.pop("version", "")
+            why = ("no ONNX op has this name" if not onnx.defs.has(ori_node.op_type) else
+                   f"onnxifier would drop its attributes {sorted(attrs)}" if attrs else "")
+            if why:
+                self.options.setdefault("refused", []).append(
+                    f"{ori_node.op_type}-{version.removeprefix('opset') or '?'} {ori_node.name!r}: {why}")
+                return ori_node
             return original.replace(self, graph, ori_node)
 
         def lower(self, graph: Any) -> Any:
+            refused = self.options.get("refused")
+            if refused:
+                raise NotExpressible(refused)
             model = graph.model
             if not any(node.domain == DOMAIN for node in model.graph.node):
                 return graph
@@ -139,6 +203,6 @@ def installed(options: dict[str, Any], lower: Callable[[onnx.ModelProto], onnx.M
 
 def read_ir(path: str, *, optimize: bool) -> onnx.ModelProto:
     """onnxifier's frontend on an IR ``.xml``, then (``optimize``) its default passes, as ``onnxifier.convert``."""
-    if optimize:
-        return onnxifier.convert(path, print_passes=False)
+    if optimize:  # its default passes but half_to_float, which makes float16 models float32
+        return onnxifier.convert(path, exclude=["half_to_float"], print_passes=False)
     return openvino_xml_to_onnx_graph(path)

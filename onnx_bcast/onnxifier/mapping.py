@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from onnx import NodeProto, TensorProto, helper
+import numpy as np
+from onnx import NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.ops.elementwise import SIGNED_INTEGERS, canonical_rule
+from onnx_bcast.ops.elementwise import NO_RUNTIME_KERNEL, SIGNED_INTEGERS, canonical_rule
 
 DOMAIN = "onnx_bcast"
 
@@ -23,8 +24,11 @@ BINARY: dict[str, tuple[str, dict[str, int]]] = {
 BROADCASTS = ("Broadcast",)
 #: The pdpd axis as OpenVINO's serializer names it: elementwise ops, Broadcast-1, Broadcast-3.
 AXIS_KEYS = ("auto_broadcast.auto_broadcast_axis", "mode.auto_broadcast_axis", "mode.mode.axis", "axis")
-PYTHONDIV = ("reference", "cpu")
+PYTHONDIV = ("cpu", "reference")  # the first is the default
 _FLOATS = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+#: integer bases ONNX's Pow does not take: OpenVINO's CPU plugin computes their power in floating point and
+#: saturates to the type's range (int8 3**5 is 127), so the IR route does the same in double
+_POW_WIDENED = (TensorProto.INT8, TensorProto.INT16, TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32)
 
 ElemType = Callable[[str], int]  # a tensor's ONNX element type (0: unknown)
 
@@ -56,9 +60,14 @@ def broadcast(name: str, inputs: Sequence[str], outputs: Sequence[str], attrs: d
 
 
 def binary(op_type: str, name: str, inputs: Sequence[str], outputs: Sequence[str], attrs: dict[str, str],
-           elem_type: ElemType, pythondiv: str = "reference") -> list[NodeProto]:
+           elem_type: ElemType, pythondiv: str = "cpu", power_of_two: Callable[[str], bool] | None = None
+           ) -> list[NodeProto]:
     """One OpenVINO binary op with ``auto_broadcast`` (and the pdpd axis) as our op, or the standard op where it
-    means the same (numpy broadcasting, same arithmetic), so that onnxifier's fusions still see it."""
+    means the same (numpy broadcasting, same arithmetic), so that onnxifier's fusions still see it.
+
+    Integer ``Divide m_pythondiv=true``: ``pythondiv="cpu"`` follows OpenVINO's CPU plugin (floor under pdpd, else
+    truncation, which is what its ONNX, Paddle and JAX frontends mean by it), ``"reference"`` floors; a division by
+    ``Power(2, s)`` (``power_of_two``: how OpenVINO writes ONNX's ``BitShift`` right) floors either way."""
     if pythondiv not in PYTHONDIV:
         raise ValueError(f"pythondiv must be one of {PYTHONDIV}, got {pythondiv!r}")
     ours, extra = BINARY[op_type]
@@ -66,7 +75,8 @@ def binary(op_type: str, name: str, inputs: Sequence[str], outputs: Sequence[str
     a, b = inputs[0], inputs[1]
     elem = elem_type(a)
     if op_type == "Divide":
-        floor = _bool(attrs.get("m_pythondiv", "true")) and (pythondiv == "reference" or rule == "pdpd")
+        shift = power_of_two is not None and power_of_two(b)
+        floor = _bool(attrs.get("m_pythondiv", "true")) and (pythondiv == "reference" or rule == "pdpd" or shift)
         extra = {"pythondiv": 1} if floor and elem in SIGNED_INTEGERS else {}
         if floor and not elem:
             raise BroadcastError(ours, rule, f"Divide node {name!r} has m_pythondiv=true and an operand of unknown "
@@ -74,7 +84,8 @@ def binary(op_type: str, name: str, inputs: Sequence[str], outputs: Sequence[str
     rule_attrs = {"auto_broadcast": rule, **({"axis": _axis(attrs, ours, rule)} if rule == "pdpd" else {})}
 
     def node(op: str, ins: list[str], out: str, suffix: str = "", **more: int) -> NodeProto:
-        plain = rule == "numpy" and not more.get("pythondiv")
+        # ours also where the plain op has no ONNX Runtime kernel for the type: convert writes it widened
+        plain = rule == "numpy" and not more.get("pythondiv") and (op, elem) not in NO_RUNTIME_KERNEL
         if plain:
             return helper.make_node(op, ins, [out], name=name + suffix, **more)
         return helper.make_node(op, ins, [out], name=name + suffix, domain=DOMAIN, **rule_attrs, **more)
@@ -86,6 +97,8 @@ def binary(op_type: str, name: str, inputs: Sequence[str], outputs: Sequence[str
     if op_type == "SquaredDifference":
         diff = node("Sub", [a, b], f"{out}/difference", "/difference")
         return [diff, helper.make_node("Mul", [diff.output[0], diff.output[0]], [out], name=name)]
+    if op_type == "Power" and elem in _POW_WIDENED:
+        return _saturated_power(name, a, b, out, elem, node)
     if op_type == "FloorMod" and elem in _FLOATS:
         return _float_floor_mod(name, a, b, out, elem, node)
     if op_type == "FloorMod" and not elem:
@@ -106,3 +119,19 @@ def _float_floor_mod(name: str, a: str, b: str, out: str, elem: int, node: Calla
     product = node("Mul", [floor.output[0], yd.output[0]], f"{out}/product", "/product")
     rest = helper.make_node("Sub", [xd.output[0], product.output[0]], [f"{out}/rest"], name=f"{name}/rest")
     return [xd, yd, quotient, floor, product, rest, helper.make_node("Cast", rest.output, [out], name=name, to=elem)]
+
+
+def _saturated_power(name: str, a: str, b: str, out: str, elem: int, node: Callable[..., NodeProto]
+                     ) -> list[NodeProto]:
+    """``Cast(Clip(Pow(double(a), double(b)), min, max))``: a narrow integer power as OpenVINO's CPU plugin
+    computes it (saturated, exact within the type's range)."""
+    info = np.iinfo(helper.tensor_dtype_to_np_dtype(elem))
+    nodes = [helper.make_node("Cast", [x], [f"{out}/{tag}_double"], name=f"{name}/{tag}_double",
+                              to=TensorProto.DOUBLE) for x, tag in ((a, "base"), (b, "exponent"))]
+    nodes.append(node("Pow", [n.output[0] for n in nodes], f"{out}/double", "/double"))
+    for bound, value in (("min", info.min), ("max", info.max)):
+        nodes.append(helper.make_node("Constant", [], [f"{out}/{bound}"], name=f"{name}/{bound}",
+                                      value=numpy_helper.from_array(np.array(value, np.float64), f"{out}/{bound}")))
+    nodes.append(helper.make_node("Clip", [nodes[2].output[0], f"{out}/min", f"{out}/max"], [f"{out}/saturated"],
+                                  name=f"{name}/saturated"))
+    return [*nodes, helper.make_node("Cast", [f"{out}/saturated"], [out], name=name, to=elem)]

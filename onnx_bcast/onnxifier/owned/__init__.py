@@ -1,0 +1,17 @@
+"""The IR ops whose ONNX translation onnx-bcast owns (onnxifier's is wrong or missing): op type -> translation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from onnx import NodeProto
+
+from onnx_bcast.onnxifier.owned import elementary, indexing, normalization, recurrent
+from onnx_bcast.onnxifier.owned.node import IrNode, Unsupported
+
+Translation = Callable[[IrNode], list[NodeProto]]
+
+TRANSLATIONS: dict[str, Translation] = {**elementary.TRANSLATIONS, **indexing.TRANSLATIONS,
+                                        **normalization.TRANSLATIONS, **recurrent.TRANSLATIONS}
+
+__all__ = ["TRANSLATIONS", "IrNode", "Translation", "Unsupported"]
