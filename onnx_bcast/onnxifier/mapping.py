@@ -26,9 +26,13 @@ BROADCASTS = ("Broadcast",)
 AXIS_KEYS = ("auto_broadcast.auto_broadcast_axis", "mode.auto_broadcast_axis", "mode.mode.axis", "axis")
 PYTHONDIV = ("cpu", "reference")  # the first is the default
 _FLOATS = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
-#: integer bases ONNX's Pow does not take: OpenVINO's CPU plugin computes their power in floating point and
-#: saturates to the type's range (int8 3**5 is 127), so the IR route does the same in double
-_POW_WIDENED = (TensorProto.INT8, TensorProto.INT16, TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32)
+#: integer Power as OpenVINO's CPU plugin computes it (measured, openvino 2026.4): in float32, then converted: 8-bit
+#: types saturate (int8 3**5 is 127), 16-bit ones wrap through int32 (uint16 7**9 is 48968), wider ones convert
+#: (int32 7**9 is 40353608); ONNX's Pow does not take 8/16-bit or unsigned bases at all
+_SATURATED = (TensorProto.INT8, TensorProto.UINT8)
+_THROUGH_INT32 = (TensorProto.INT16, TensorProto.UINT16)
+_INTEGER_POWER = (*_SATURATED, *_THROUGH_INT32, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT32,
+                  TensorProto.UINT64)
 
 ElemType = Callable[[str], int]  # a tensor's ONNX element type (0: unknown)
 
@@ -97,8 +101,8 @@ def binary(op_type: str, name: str, inputs: Sequence[str], outputs: Sequence[str
     if op_type == "SquaredDifference":
         diff = node("Sub", [a, b], f"{out}/difference", "/difference")
         return [diff, helper.make_node("Mul", [diff.output[0], diff.output[0]], [out], name=name)]
-    if op_type == "Power" and elem in _POW_WIDENED:
-        return _saturated_power(name, a, b, out, elem, node)
+    if op_type == "Power" and elem in _INTEGER_POWER:
+        return _integer_power(name, a, b, out, elem, node)
     if op_type == "FloorMod" and elem in _FLOATS:
         return _float_floor_mod(name, a, b, out, elem, node)
     if op_type == "FloorMod" and not elem:
@@ -121,17 +125,23 @@ def _float_floor_mod(name: str, a: str, b: str, out: str, elem: int, node: Calla
     return [xd, yd, quotient, floor, product, rest, helper.make_node("Cast", rest.output, [out], name=name, to=elem)]
 
 
-def _saturated_power(name: str, a: str, b: str, out: str, elem: int, node: Callable[..., NodeProto]
-                     ) -> list[NodeProto]:
-    """``Cast(Clip(Pow(double(a), double(b)), min, max))``: a narrow integer power as OpenVINO's CPU plugin
-    computes it (saturated, exact within the type's range)."""
-    info = np.iinfo(helper.tensor_dtype_to_np_dtype(elem))
-    nodes = [helper.make_node("Cast", [x], [f"{out}/{tag}_double"], name=f"{name}/{tag}_double",
-                              to=TensorProto.DOUBLE) for x, tag in ((a, "base"), (b, "exponent"))]
-    nodes.append(node("Pow", [n.output[0] for n in nodes], f"{out}/double", "/double"))
-    for bound, value in (("min", info.min), ("max", info.max)):
-        nodes.append(helper.make_node("Constant", [], [f"{out}/{bound}"], name=f"{name}/{bound}",
-                                      value=numpy_helper.from_array(np.array(value, np.float64), f"{out}/{bound}")))
-    nodes.append(helper.make_node("Clip", [nodes[2].output[0], f"{out}/min", f"{out}/max"], [f"{out}/saturated"],
-                                  name=f"{name}/saturated"))
-    return [*nodes, helper.make_node("Cast", [f"{out}/saturated"], [out], name=name, to=elem)]
+def _integer_power(name: str, a: str, b: str, out: str, elem: int, node: Callable[..., NodeProto]
+                   ) -> list[NodeProto]:
+    """An integer power as OpenVINO's CPU plugin computes it: ``Pow`` of the operands as float32, then converted
+    (``_INTEGER_POWER``); exact where the result is below 2**24."""
+    nodes = [helper.make_node("Cast", [x], [f"{out}/{tag}_float"], name=f"{name}/{tag}_float",
+                              to=TensorProto.FLOAT) for x, tag in ((a, "base"), (b, "exponent"))]
+    nodes.append(node("Pow", [n.output[0] for n in nodes], f"{out}/float", "/float"))
+    result = nodes[-1].output[0]
+    if elem in _SATURATED:
+        info = np.iinfo(helper.tensor_dtype_to_np_dtype(elem))
+        for bound, value in (("min", info.min), ("max", info.max)):
+            nodes.append(helper.make_node("Constant", [], [f"{out}/{bound}"], name=f"{name}/{bound}",
+                                          value=numpy_helper.from_array(np.array(value, np.float32), f"{out}/{bound}")))
+        nodes.append(helper.make_node("Clip", [result, f"{out}/min", f"{out}/max"], [f"{out}/saturated"],
+                                      name=f"{name}/saturated"))
+        result = f"{out}/saturated"
+    elif elem in _THROUGH_INT32:
+        nodes.append(helper.make_node("Cast", [result], [f"{out}/int32"], name=f"{name}/int32", to=TensorProto.INT32))
+        result = f"{out}/int32"
+    return [*nodes, helper.make_node("Cast", [result], [out], name=name, to=elem)]
