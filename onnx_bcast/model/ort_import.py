@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from types import ModuleType
 
 #: the builds of ONNX Runtime, each with the extra that installs it next to onnxruntime-extensions (pyproject.toml)
@@ -34,7 +35,21 @@ def onnxruntime(needs: str = "running a model") -> ModuleType:
     return _imported("onnxruntime", needs)
 
 
+#: what importing onnxruntime-extensions writes into os.environ (its cvt module: pure-Python protobuf), which every
+#: process started afterwards would inherit (3x slower, and onnxifier fails on some models there)
+_ENVIRONMENT_SET_BY_EXTENSIONS = ("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION",)
+
+
 def extensions(needs: str = "running a model") -> ModuleType:
-    """The ``onnxruntime_extensions`` module, and ``onnxruntime`` (which it loads into)."""
+    """The ``onnxruntime_extensions`` module, and ``onnxruntime`` (which it loads into); ``os.environ`` is left as
+    it was before the import (this process's protobuf was chosen when onnx was imported)."""
     onnxruntime(needs)
-    return _imported("onnxruntime_extensions", needs)
+    before = {name: os.environ.get(name) for name in _ENVIRONMENT_SET_BY_EXTENSIONS}
+    try:
+        return _imported("onnxruntime_extensions", needs)
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
