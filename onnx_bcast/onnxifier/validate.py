@@ -60,15 +60,17 @@ def validate(model: onnx.ModelProto, xml: str | Path, *, keep_ops: bool) -> list
     except ImportError:
         log.warning("ONNX Runtime is not installed: the written model was not loaded in it")
         return []
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # ORT's warnings while it optimizes are not the user's business here
     try:
         if keep_ops:
             from onnx_bcast.ort.session import InferenceSession
 
-            InferenceSession(model)
+            InferenceSession(model, sess_options=options)
         else:
-            import onnxruntime as ort
-
-            ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+            ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     except Exception as err:  # noqa: BLE001 - ORT's refusal, whatever its type
         return [_named(str(err), layers, "ONNX Runtime")]
     return []
