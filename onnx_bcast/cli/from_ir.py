@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from onnx_bcast.cli.inputs import ModelProblem
+from onnx_bcast.cli.output_paths import check_output
 
 
 def cmd_from_ir(args: argparse.Namespace) -> int:
@@ -16,8 +17,9 @@ def cmd_from_ir(args: argparse.Namespace) -> int:
     source, target = Path(args.model), Path(args.output)
     if source.suffix.lower() != ".xml":
         raise ModelProblem(f"{args.model}: expected an OpenVINO IR .xml file (its weights in the .bin beside it)")
-    if target.exists() and target.resolve() == source.resolve():
-        raise ModelProblem(f"{args.output}: is the input model; choose another output path")
+    reads = [("the input model", source), ("the IR's weights", source.with_suffix(".bin"))]
+    check_output(args.output, args.output, reads, args.force,  # before a conversion that may take seconds
+                 f"give the path of the file to write (e.g. {target / (source.stem + '.onnx')})")
     start = time.perf_counter()
     model = ir_to_onnx(source, keep_ops=args.keep_ops, guards=not args.no_guards, pythondiv=args.pythondiv)
     seconds = time.perf_counter() - start
