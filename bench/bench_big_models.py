@@ -129,7 +129,7 @@ def child(kind: str, folder: Path, out: Path) -> None:
     elif kind == "cli":
         from onnx_bcast.cli import main as cli
         start = time.perf_counter()
-        code = cli.main(["convert", str(folder / "ours.onnx"), "-o", str(folder / "out" / "cli.onnx"), "-q"])
+        code = cli.main(["convert", str(folder / "ours.onnx"), "-o", str(folder / "out" / "cli.onnx"), "-q", "--force"])
         assert code == 0, code
     else:
         import onnxruntime as ort

@@ -1,4 +1,4 @@
-"""Run-time guards: SPEC §2's errors that the converter cannot prove absent, checked in standard ONNX.
+"""Run-time guards: the errors of docs/ops.md's rules that the converter cannot prove absent, checked in standard ONNX.
 
 All open conditions of a node together become two probes that fail unless they hold (``Emitter.check_token``:
 an ``Expand`` that ONNX Runtime checks and a ``Reshape`` that OpenVINO checks, docs/guards.md). Their sum is the

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -198,24 +200,40 @@ BUILDERS: dict[str, Callable[[], onnx.ModelProto]] = {
 }
 
 
-def build(out_dir: Path = MODELS_DIR) -> list[Path]:
-    """Write every bundled model into ``out_dir``; returns the paths."""
-    paths = []
-    for name, builder in BUILDERS.items():
-        path = out_dir / f"{name}.onnx"
+def build(out_dir: Path = MODELS_DIR, force: bool = True) -> list[Path]:
+    """Write every bundled model into ``out_dir`` (made, with its parents, where missing); returns the paths.
+    Without ``force``, an existing file of one of those names is a FileExistsError and nothing is written."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{name}.onnx" for name in BUILDERS]
+    existing = [path.name for path in paths if os.path.lexists(path)]
+    if existing and not force:
+        raise FileExistsError(f"{out_dir}: already holds {', '.join(existing)}; give --force to overwrite, or "
+                              "another --out-dir")
+    for path, builder in zip(paths, BUILDERS.values(), strict=True):
         onnx.save(builder(), path)
         logger.info("wrote %s", path)
-        paths.append(path)
     return paths
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """``python -m onnx_bcast.models.build [--out-dir DIR] [--force]``; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out-dir", type=Path, default=MODELS_DIR, help="where to write (default: %(default)s)")
-    args = parser.parse_args()
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help=f"where to write, made if missing (default: the bundled models' folder, {MODELS_DIR}, "
+                             "whose files it rewrites)")
+    parser.add_argument("--force", action="store_true",
+                        help="with --out-dir: overwrite the models' files there (otherwise an existing one is refused)")
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    build(args.out_dir)
+    try:
+        build(MODELS_DIR if args.out_dir is None else args.out_dir, force=args.out_dir is None or args.force)
+    except OSError as err:
+        reason = f"{err.filename}: {err.strerror.lower()}" if err.filename and err.strerror else str(err)
+        print(f"onnx_bcast.models.build: {reason}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -23,8 +23,9 @@ def convert(model: str | os.PathLike | bytes | ModelProto, *, opset: int | None 
             feeds: dict[str, np.ndarray] | None = None, guards: bool = True) -> ModelProto:
     """A standard-ONNX equivalent with no onnx_bcast node left (subgraphs and functions included).
 
-    With ``guards`` (the default), every error condition of SPEC §2 that is not proven statically is checked at
-    run time in standard ONNX, so the converted model fails where the original fails; ``guards=False`` drops them.
+    With ``guards`` (the default), every error condition of the ops' rules (docs/ops.md) that is not proven
+    statically is checked at run time in standard ONNX, so the converted model fails where the original fails;
+    ``guards=False`` drops them.
 
     ``verify=True`` runs both models (ours through ``InferenceSession``, the result through plain ORT) on
     ``feeds`` or generated inputs and raises ``VerificationError`` unless every output is bit-identical and (with

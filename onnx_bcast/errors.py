@@ -1,8 +1,13 @@
-"""The one error type of onnx-bcast and its message template."""
+"""The error types of onnx-bcast: BroadcastError (with its message template) and VerificationError."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+
+
+class VerificationError(ValueError):
+    """The converted model does not reproduce the original's outputs bit for bit, or returns a value where the
+    original fails (``convert(..., verify=True)``)."""
 
 
 class BroadcastError(ValueError):

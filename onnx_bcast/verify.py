@@ -11,7 +11,7 @@ import numpy as np
 from onnx import ModelProto
 from onnx.reference import ReferenceEvaluator
 
-from onnx_bcast.errors import BroadcastError
+from onnx_bcast.errors import BroadcastError, VerificationError
 from onnx_bcast.model import external_data
 from onnx_bcast.model.mapped_weights import mapped_weights
 from onnx_bcast.model.walk import all_node_lists
@@ -22,11 +22,6 @@ from onnx_bcast.random_inputs import random_feeds
 
 logger = logging.getLogger("onnx_bcast.verify")
 MAX_INVALID_FEEDS = 24
-
-
-class VerificationError(ValueError):
-    """The converted model does not reproduce the original's outputs bit for bit, or returns a value where the
-    original fails."""
 
 
 class InvalidInputs(VerificationError):

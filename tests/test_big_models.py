@@ -275,7 +275,7 @@ def test_converting_again_to_the_same_folder_keeps_the_copy(layers: Layers, tmp_
 
     def convert(name: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "onnx_bcast", "convert", str(layers.path), "-o",
-                               str(out_dir / name)], capture_output=True, text=True, timeout=300)
+                               str(out_dir / name), "--force"], capture_output=True, text=True, timeout=300)
 
     assert convert("a.onnx").returncode == 0
     copy = out_dir / "weights.bin"
@@ -297,11 +297,12 @@ def test_converting_again_to_the_same_folder_keeps_the_copy(layers: Layers, tmp_
 def test_cli_run_and_check(layers: Layers, tmp_path: Path) -> None:
     np.save(tmp_path / "x.npy", layers.x)
     for backend in ("numpy", "native"):
+        saved = tmp_path / f"y_{backend}.npz"
         proc = subprocess.run([sys.executable, "-m", "onnx_bcast", "run", str(layers.path), "--backend", backend,
-                               "--input", f"x={tmp_path / 'x.npy'}", "--save-outputs", str(tmp_path / "y.npz")],
+                               "--input", f"x={tmp_path / 'x.npy'}", "--save-outputs", str(saved)],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
-        np.testing.assert_array_equal(np.load(tmp_path / "y.npz")["h3"], layers.plain())
+        np.testing.assert_array_equal(np.load(saved)["h3"], layers.plain())
     proc = subprocess.run([sys.executable, "-m", "onnx_bcast", "check", str(layers.path)], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0 and "ok:" in proc.stdout, proc.stderr

@@ -156,7 +156,7 @@ def test_cli_from_ir(name: str, ir_folder: Path, tmp_path: Path, capsys: pytest.
     import onnx
 
     assert_matches(case, run_ort(onnx.load(out), feeds), expected(case, path, feeds))
-    assert main(["from-ir", str(path), "-o", str(out), "--keep-ops", "--verify"]) == 0
+    assert main(["from-ir", str(path), "-o", str(out), "--keep-ops", "--verify", "--force"]) == 0
 
 
 def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch

@@ -41,6 +41,46 @@ def input_shape(text: str) -> tuple[str, list[int]]:
     return match.group("name"), [int(d) for d in dims.split(",")] if dims else []
 
 
+def input_file(text: str) -> tuple[str, str]:
+    """One ``--input`` item, ``NAME=FILE.npy``, as (NAME, FILE); both parts are needed."""
+    name, sep, file = text.partition("=")
+    if not sep or not name or not file:
+        raise argparse.ArgumentTypeError(f"expected NAME=FILE.npy (e.g. x=x.npy), got {text!r}")
+    return name, file
+
+
+def _looks_like_shape(token: str) -> bool:
+    """Whether a command-line word is meant as an ``--input-shapes`` item (``NAME:[...]``), valid or not."""
+    return not token.startswith("-") and ":[" in token and token.endswith("]")
+
+
+def _is_input_shapes_option(token: str) -> bool:
+    """``--input-shapes``, ``--input-shapes=...``, or an abbreviation argparse accepts (``--input-s``)."""
+    option = token.partition("=")[0]
+    return len(option) > len("--input-") and "--input-shapes".startswith(option)
+
+
+def split_input_shapes(argv: Sequence[str]) -> list[str]:
+    """``--input-shapes A B MODEL`` as ``--input-shapes A --input-shapes B MODEL``: the option takes one item per
+    occurrence, so that a positional argument after its items stays one (``nargs="+"`` swallows it); the items of one
+    occurrence end at the first word that is not ``NAME:[...]`` (polygraphy's form of several items)."""
+    words: list[str] = []
+    expect_item = in_items = False
+    for index, token in enumerate(argv):
+        if token == "--":  # what follows is positional
+            return words + list(argv[index:])
+        if expect_item:  # the item of a bare --input-shapes, whatever it looks like
+            expect_item, in_items = False, True
+        elif in_items and _looks_like_shape(token):
+            words.append("--input-shapes")
+        elif _is_input_shapes_option(token):
+            expect_item, in_items = "=" not in token, "=" in token
+        else:
+            in_items = False
+        words.append(token)
+    return words
+
+
 def _common_options(top: bool) -> argparse.ArgumentParser:
     """--debug, -q and -v, accepted before and after the subcommand (a subcommand's leave the top one's alone)."""
     options = argparse.ArgumentParser(add_help=False)
@@ -91,20 +131,27 @@ def build_parser() -> argparse.ArgumentParser:
         return command
 
     def add_random_inputs(command: argparse.ArgumentParser, which: str) -> None:
-        command.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
-                             help=f"{which}an input from a .npy file (random data otherwise)")
-        command.add_argument("--input-shapes", action="extend", nargs="+", type=input_shape, default=[],
+        command.add_argument("--input", action="append", type=input_file, default=[], metavar="NAME=FILE.npy",
+                             help=f"{which}an input from a .npy file (random data otherwise); once per input")
+        command.add_argument("--input-shapes", action="append", type=input_shape, default=[],
                              metavar="NAME:[DIM,...]",
                              help=f"{which}the shape of a random input, fixing its unknown or named dims "
-                                  "(e.g. x:[2,16])")
+                                  "(e.g. x:[2,16]); several may follow one --input-shapes")
         command.add_argument("--seed", type=seed, default=None,
                              help=f"{which}seed of the random inputs (default: 0)")
 
     convert = add("convert", "rewrite every onnx_bcast node into standard ONNX (the input is never modified)")
     convert.add_argument("model", help="the .onnx file to convert")
-    convert.add_argument("-o", "--output", required=True, help="where to write the standard-ONNX model")
+    convert.add_argument("-o", "--output", required=True,
+                         help="where to write the standard-ONNX model: never a file the command reads, nor an existing "
+                              "file unless --force")
+    convert.add_argument("--force", action="store_true",
+                         help="overwrite the output if it exists (never a file the command reads)")
     convert.add_argument("--opset", type=int, default=None,
-                         help="default-domain opset for a model that imports none (otherwise the model's own)")
+                         help="default-domain opset of the result. A legacy model (opset 1-6) is imported at this "
+                              "opset (7 or more; default: 17); a model that imports none gets it (default: the "
+                              "newest the installed ONNX Runtime runs); any other model keeps its own, and a "
+                              "different --opset, lower or higher, is refused")
     convert.add_argument("--verify", action="store_true",
                          help="run both models and require bit-identical outputs before writing anything")
     add_random_inputs(convert, "with --verify: ")
@@ -122,7 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="openvino: OpenVINO's CPU plugin reads our ops (needs onnx-bcast[openvino]) "
                           "(default: %(default)s)")
     run.add_argument("--save-outputs", metavar="FILE.npz", default=None,
-                     help="also save every output in a .npz file (numpy.load gives them by name)")
+                     help="also save every output in a .npz file (numpy.load gives them by name): never a file the "
+                          "command reads, nor an existing file unless --force")
+    run.add_argument("--force", action="store_true",
+                     help="overwrite the file of --save-outputs if it exists (never a file the command reads)")
     run.set_defaults(handler="run")
     check = add("check", "list a model's onnx_bcast nodes and validate what is statically known")
     check.add_argument("model", help="the .onnx file")
@@ -135,7 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     from_ir = add("from-ir", "OpenVINO IR (.xml + .bin) to ONNX through onnxifier, OpenVINO's broadcasts and binary "
                              "ops lowered by onnx-bcast (needs onnx-bcast[onnxifier])")
     from_ir.add_argument("model", help="the IR's .xml file (its weights in the .bin beside it)")
-    from_ir.add_argument("-o", "--output", required=True, help="where to write the ONNX model")
+    from_ir.add_argument("-o", "--output", required=True,
+                         help="where to write the ONNX model: never the IR's .xml or .bin, nor an existing file "
+                              "unless --force (checked before converting)")
+    from_ir.add_argument("--force", action="store_true",
+                         help="overwrite the output if it exists (never the IR's files)")
     from_ir.add_argument("--keep-ops", action="store_true",
                          help="keep onnx_bcast nodes (for onnx_bcast.InferenceSession or OpenVINO with our extensions)")
     from_ir.add_argument("--no-guards", action="store_true", help="leave out the run-time checks")
@@ -156,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The parsed command line; an option that would be ignored is a usage error (exit status 2) naming it."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(split_input_shapes(sys.argv[1:] if argv is None else argv))
     command: argparse.ArgumentParser = args.parser
     if args.quiet and args.verbose:
         command.error("argument -q/--quiet: not allowed with argument -v/--verbose")
@@ -170,8 +224,15 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.command == "run" and args.runtime == "openvino" and args.backend is not None:
         command.error("argument --backend: chooses how ONNX Runtime runs our ops; it has no effect with "
                       "--runtime openvino")
+    if args.command == "run" and args.force and args.save_outputs is None:
+        command.error("argument --force: overwrites the file of --save-outputs, which is not given")
     if args.command in ("convert", "run"):
-        given = {pair.partition("=")[0] for pair in args.input}
+        for option, items in (("--input", args.input), ("--input-shapes", args.input_shapes)):
+            names = [name for name, _ in items]
+            twice = next((name for index, name in enumerate(names) if name in names[:index]), None)
+            if twice is not None:
+                command.error(f"argument {option}: {twice!r} is given twice (once per input)")
+        given = {name for name, _ in args.input}
         for name, _ in args.input_shapes:
             if name in given:
                 command.error(f"argument --input-shapes: {name!r} is given by --input too (its shape is the file's)")

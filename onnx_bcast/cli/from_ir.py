@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from onnx_bcast.cli.inputs import ModelProblem, parse_inputs
+from onnx_bcast.cli.output_paths import check_output
 
 EXIT_OK, EXIT_MODEL = 0, 1
 
@@ -19,7 +20,6 @@ def unverified_path(target: Path) -> Path:
 
 
 def cmd_from_ir(args: argparse.Namespace) -> int:
-    from onnx_bcast.cli.main import _check_output_path
     from onnx_bcast.model.files import save_atomically
     from onnx_bcast.onnxifier import ir_to_onnx
     from onnx_bcast.onnxifier.validate import IRNotConvertible
@@ -27,9 +27,9 @@ def cmd_from_ir(args: argparse.Namespace) -> int:
     source, target = Path(args.model), Path(args.output)
     if source.suffix.lower() != ".xml":
         raise ModelProblem(f"{args.model}: expected an OpenVINO IR .xml file (its weights in the .bin beside it)")
-    if target.suffix.lower() in (".xml", ".bin") or target.resolve() == source.with_suffix(".bin").resolve():
-        raise ModelProblem(f"{args.output}: is an IR file name; choose an .onnx output path")
-    _check_output_path(source, target, args.output)
+    reads = [("the input model", source), ("the IR's weights", source.with_suffix(".bin"))]
+    check_output(args.output, args.output, reads, args.force,  # before a conversion that may take seconds
+                 f"give the path of the file to write (e.g. {target / (source.stem + '.onnx')})")
     given, shapes = parse_inputs(args.input), dict(args.input_shapes)
     if (given or shapes or args.seed is not None or args.keep_failed) and not args.verify:
         raise ModelProblem("--input, --input-shapes, --seed and --keep-failed are for --verify; add --verify")
@@ -52,8 +52,8 @@ def cmd_from_ir(args: argparse.Namespace) -> int:
         except VerificationFailed as err:
             kept = ""
             if args.keep_failed:
-                failed = unverified_path(target)
-                _check_output_path(source, failed, str(failed))
+                failed = check_output(str(unverified_path(target)), str(unverified_path(target)), reads, args.force,
+                                      "")
                 save_atomically(model, failed, external=False)
                 kept = f"\n  the model was written to {failed} (--keep-failed)"
             print(f"onnx-bcast from-ir: {err}{kept or chr(10) + '  nothing was written (--keep-failed writes it)'}",

@@ -21,18 +21,20 @@ class ModelProblem(Exception):
     """A problem with the user's model or inputs: one line on stderr, exit status 1."""
 
 
-def parse_inputs(pairs: Sequence[str]) -> dict[str, np.ndarray]:
-    """``--input NAME=FILE.npy`` values as arrays."""
+def parse_inputs(pairs: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
+    """``--input NAME=FILE.npy`` values (as ``args.input_file`` splits them) as arrays."""
     feeds = {}
-    for pair in pairs:
-        name, sep, file = pair.partition("=")
-        if not sep or not name or not file:
-            raise ModelProblem(f"--input {pair!r}: expected NAME=FILE.npy")
+    for name, file in pairs:
         try:
             feeds[name] = np.load(file, allow_pickle=False)
         except Exception as err:
             raise ModelProblem(f"--input {name}: cannot read {file} ({type(err).__name__}: {err})") from err
     return feeds
+
+
+def input_reads(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The ``--input`` files as ``output_paths.Reads``: what a command reads besides the model."""
+    return [(f"the file of --input {name}", file) for name, file in pairs]
 
 
 def check_names(inputs: list[Any], given: dict[str, np.ndarray], shapes: dict[str, list[int]]) -> None:
@@ -68,12 +70,9 @@ def random_note(names: list[str], seed: int) -> str:
 
 
 def save_outputs(path: str, outputs: list[tuple[str, np.ndarray]]) -> None:
-    """Every output in one ``.npz`` file under its name, written atomically (never a half-written file)."""
+    """Every output in one ``.npz`` file under its name, written atomically (never a half-written file); the
+    caller has checked the path (``output_paths.check_output``)."""
     target = Path(path)
-    if target.is_dir():
-        raise ModelProblem(f"--save-outputs {path}: is a directory; give a file name such as outputs.npz")
-    if not target.parent.is_dir():
-        raise ModelProblem(f"--save-outputs {path}: folder {str(target.parent)!r} does not exist")
     try:
         handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         try:

@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import io
 import logging
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -15,7 +14,8 @@ from pathlib import Path
 import onnx
 
 from onnx_bcast.cli.args import parse
-from onnx_bcast.cli.inputs import ModelProblem, feeds_for, parse_inputs, random_note, save_outputs
+from onnx_bcast.cli.inputs import ModelProblem, feeds_for, input_reads, parse_inputs, random_note, save_outputs
+from onnx_bcast.cli.output_paths import check_output
 from onnx_bcast.cli.report import all_nodes, op_table, progress_printer, verification_text
 from onnx_bcast.errors import BroadcastError
 
@@ -25,7 +25,8 @@ EXIT_OK, EXIT_MODEL, EXIT_USAGE = 0, 1, 2
 MAX_MESSAGE = 2000  # characters of an error message shown (ORT's may hold a whole graph dump)
 
 
-def _load_with_flag(path: str) -> tuple[onnx.ModelProto, bool]:
+def _load_with_data_files(path: str) -> tuple[onnx.ModelProto, list[Path]]:
+    """The model at ``path`` and its external data files; a file that is not a model is a ModelProblem."""
     from onnx_bcast.model.files import ModelTooLarge, UnsafeModel, load_model_file
 
     try:
@@ -37,13 +38,21 @@ def _load_with_flag(path: str) -> tuple[onnx.ModelProto, bool]:
 
 
 def _load(path: str) -> onnx.ModelProto:
-    return _load_with_flag(path)[0]
+    return _load_with_data_files(path)[0]
+
+
+def _data_reads(data_files: list[Path]) -> list[tuple[str, Path]]:
+    return [(f"an external data file of the input model ({file.name})", file) for file in data_files]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from onnx_bcast.cli.runtimes import open_runtime, preview
 
-    model = _load(args.model)
+    model, data_files = _load_with_data_files(args.model)
+    if args.save_outputs:  # before the run: a path that cannot be written costs none
+        reads = [("the input model", args.model), *_data_reads(data_files), *input_reads(args.input)]
+        check_output(args.save_outputs, f"--save-outputs {args.save_outputs}", reads, args.force,
+                     "give a file name such as outputs.npz")
     runner = open_runtime(model, args.model, args.runtime, args.backend)
     feeds, generated = feeds_for(runner, parse_inputs(args.input), dict(args.input_shapes), args.seed)
     start = time.perf_counter()
@@ -62,33 +71,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_output_path(source: Path, target: Path, given: str) -> None:
-    """The output can be written: not the input, not a folder, in a folder that exists and is writable."""
-    if target.exists() and source.exists() and target.resolve() == source.resolve():
-        raise ModelProblem(f"{given}: is the input model; choose another output path")
-    if target.is_dir():
-        raise ModelProblem(f"{given}: is a directory; give the path of the file to write (e.g. "
-                           f"{target / (source.stem + '_standard.onnx')})")
-    if not target.parent.is_dir():
-        raise ModelProblem(f"{given}: folder {str(target.parent)!r} does not exist")
-    if not os.access(target.parent, os.W_OK | os.X_OK):
-        raise ModelProblem(f"{given}: cannot write in folder {str(target.parent)!r} (permission denied)")
-
-
 def cmd_convert(args: argparse.Namespace) -> int:
     from onnx_bcast.convert import convert_with_report
     from onnx_bcast.model.files import save_atomically
 
-    source, target = Path(args.model), Path(args.output)
-    _check_output_path(source, target, args.output)
-    model, external = _load_with_flag(args.model)
+    source = Path(args.model)
+    model, data_files = _load_with_data_files(args.model)
+    reads = [("the input model", source), *_data_reads(data_files), *input_reads(args.input)]
+    example = Path(args.output) / f"{source.stem}_standard.onnx"
+    target = check_output(args.output, args.output, reads, args.force,
+                          f"give the path of the file to write (e.g. {example})")
     start = time.perf_counter()
     converted, report = convert_with_report(model, opset=args.opset, guards=not args.no_guards,
                                             progress=None if args.quiet else progress_printer(sys.stderr))
     seconds = time.perf_counter() - start
     verification = _verify(args, model, converted) if args.verify else None
     try:
-        save_atomically(converted, target, external=external)
+        save_atomically(converted, target, external=bool(data_files))
     except OSError as err:
         raise ModelProblem(str(err).replace(str(target), args.output, 1)) from err
     for line in report.lines() or ["no onnx_bcast node: nothing to rewrite"]:

@@ -57,12 +57,27 @@ def _parse(path: Path) -> onnx.ModelProto:
     except OSError as err:
         raise UnsafeModel(f"{path}: cannot read it ({err.strerror or err})") from None
     except Exception as err:  # protobuf's DecodeError and the like
-        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise UnsafeModel(f"{path}: not an ONNX model (protobuf cannot parse it: {detail}; truncated or not an "
-                          ".onnx file?)") from None
+        raise _unparsable(str(path), err) from None
 
 
-def _check_is_model(model: onnx.ModelProto, path: Path) -> None:
+def _unparsable(where: str, err: Exception) -> UnsafeModel:
+    detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return UnsafeModel(f"{where}: not an ONNX model (protobuf cannot parse it: {detail}; truncated or not an "
+                       ".onnx file?)")
+
+
+def _parse_bytes(data: bytes) -> onnx.ModelProto:
+    """Serialized bytes as a model, checked as a file is (``UnsafeModel`` where they are not one)."""
+    where = f"the given bytes ({len(data)} bytes)"
+    try:
+        model = onnx.load_from_string(data)
+    except Exception as err:  # protobuf's DecodeError and the like
+        raise _unparsable(where, err) from None
+    _check_is_model(model, where)
+    return model
+
+
+def _check_is_model(model: onnx.ModelProto, path: Path | str) -> None:
     """Protobuf parses many truncated or foreign files without complaint; a model has an IR version and a graph."""
     if model.ir_version <= 0 or not model.HasField("graph") or not model.opset_import:
         missing = "IR version" if model.ir_version <= 0 else "graph" if not model.HasField("graph") else \
@@ -75,24 +90,24 @@ def load_model(model: str | os.PathLike | bytes | onnx.ModelProto) -> onnx.Model
 
     A file is checked as ``onnx-bcast`` checks it: under protobuf's 2 GiB limit, parsed to a model with a graph,
     external data read only from inside its folder. A missing file is a ``FileNotFoundError``, a folder or a file
-    that is not a model an ``UnsafeModel`` (a ``ValueError``), each naming the path; any other argument is a
-    ``TypeError``.
+    that is not a model an ``UnsafeModel`` (a ``ValueError``), each naming the path; bytes that are not a model are
+    an ``UnsafeModel`` too; any other argument is a ``TypeError``.
     """
     if isinstance(model, onnx.ModelProto):
         return model
     if isinstance(model, (bytes, bytearray)):
-        return onnx.load_from_string(bytes(model))
+        return _parse_bytes(bytes(model))
     if not isinstance(model, (str, os.PathLike)):
         raise TypeError(f"expected an onnx.ModelProto, a path or serialized bytes, got {type(model).__name__}")
     return load_model_file(Path(os.fspath(model)))[0]
 
 
-def load_model_file(path: Path) -> tuple[onnx.ModelProto, bool]:
+def load_model_file(path: Path) -> tuple[onnx.ModelProto, list[Path]]:
     """Load a model's graph; its external data stays in its files, which must be inside the model's folder.
 
     Only the small integer tensors (shape-like inputs) are read from them (``external_data.read_small_constants``);
     the others stay references, and the model records its folder (``external_data.FOLDER_KEY``) so that sessions
-    and ``save_model`` find them. Returns the model and whether it had external data.
+    and ``save_model`` find them. Returns the model and its external data files (none: inline weights only).
     """
     path = Path(path)
     _check_file_size(path)
@@ -116,7 +131,7 @@ def load_model_file(path: Path) -> tuple[onnx.ModelProto, bool]:
                      ", ".join(locations))
     logger.info("read %s: IR version %d, %d nodes in the main graph%s", path, model.ir_version,
                 len(model.graph.node), ", external data" if locations else "")
-    return model, bool(locations)
+    return model, [folder / location for location in locations]
 
 
 def _size_without_external_data(model: onnx.ModelProto) -> int:
@@ -147,9 +162,10 @@ def save_atomically(model: onnx.ModelProto, path: Path, external: bool = False) 
 
 
 def _free_data_name(path: Path, taken: list[str]) -> str:
-    """``<name>.data``, or ``<name>.<k>.data`` where that is a data file the model already refers to."""
+    """``<name>.data``, or ``<name>.<k>.data`` where that is a data file the model already refers to or any path that
+    exists beside ``path`` (a file that save did not make is never written over)."""
     name, k = f"{path.name}.data", 1
-    while name in taken:
+    while name in taken or os.path.lexists(path.parent / name):
         name, k = f"{path.name}.{k}.data", k + 1
     return name
 
@@ -167,6 +183,10 @@ def _save_atomically(model: onnx.ModelProto, path: Path, external: bool) -> None
             raise ValueError(f"{path}: the model's tensors refer to external data files {missing} that are not "
                              "beside it, and the model does not say where they are (load it with "
                              "onnx_bcast.load_model, or onnx.load with its data); nothing written")
+    clash = next((name for name in locations if os.path.normpath(name) == path.name), None)
+    if clash is not None:  # the graph would be written over the data it refers to
+        raise ValueError(f"{path}: is where the model's external data file {clash!r} goes; choose another name; "
+                         "nothing written")
     staged: list[Path] = []
     token = f"{os.getpid()}-{secrets.token_hex(4)}"
 

@@ -16,7 +16,7 @@ its axis), ``backprop`` (ReduceSum over the summed axes + Reshape). Read-time ch
 frontend reads a ``[0]``-shaped constant as a "failsafe" scalar 0; ``graph.input_at`` turns it back into ``[]``.
 
 What is known when the model is read (constants, anything that folds, e.g. ``Shape`` of a static tensor, and the
-data shapes as far as declared) is validated with SPEC §2's rules, so the cases where OpenVINO deliberately differs
+data shapes as far as declared) is validated with docs/ops.md's rules, so the cases where OpenVINO deliberately differs
 are a ``BroadcastError`` when static: duplicate or unsorted explicit axes, negative target dims (OpenVINO reads -1
 as dynamic, other negatives as 0), pdpd data not covering the target, a pdpd axis outside it, V0 without size-1
 stretching, elementwise pdpd's trailing 1s and 0-size rules. Static 0-size and no-op broadcasts are built as
@@ -32,18 +32,18 @@ rules. Measured with openvino 2026.4.1 on the CPU plugin, one-node models read w
 shape input fed at run time, each case in its own process (``python bench/openvino_runtime.py`` prints the 37
 cases):
 
-* ``RuntimeError`` from ``infer`` with OpenVINO's message (the request stays usable), as SPEC: explicit axes out of
-  order or past the target's rank, and repeated (``[1, 1]``: OpenVINO's kernel computes garbage for those, so the
+* ``RuntimeError`` from ``infer`` with OpenVINO's message (the request stays usable), as docs/ops.md: explicit axes
+  out of order or past the target's rank, and repeated (``[1, 1]``: OpenVINO's kernel computes garbage for those, so the
   mapping makes them unsorted and OpenVINO's check fails: "axes_mapping AxisVector{2, 1} not in sorted order");
   negative target dims ("Value -1 not in range [0:18446744073709551615]", also for -2); data dims that do not fit
   (numpy, pdpd) and elementwise shapes that do not (numpy, pdpd, a pdpd B dim past A's end that is not 1); every
   invalid backprop op (our check's message).
-* A value where SPEC errs: BroadcastV0/BroadcastLikeV0 stretch a size-1 arg dim (``[1]`` to ``[2, 3]``);
+* A value where docs/ops.md errs: BroadcastV0/BroadcastLikeV0 stretch a size-1 arg dim (``[1]`` to ``[2, 3]``);
   elementwise ``none`` broadcasts as numpy ((2, 3) with (1, 3)); elementwise pdpd puts a 0-size B dim on a size-1 A
   dim into the output ((2, 1) with (0,) gives (2, 0)); integer ``Div``/``Mod`` by zero (INT_MIN).
-* An error where SPEC gives a value: elementwise pdpd with a size-1 B dim on a 0-size A dim ((2, 0) with (1,):
+* An error where docs/ops.md gives a value: elementwise pdpd with a size-1 B dim on a 0-size A dim ((2, 0) with (1,):
   "Argument shapes are inconsistent.").
-* As SPEC: 0-size broadcasts in every mode (numpy ``[3]`` to ``[0, 3]``, ``[1]`` to ``[0]``, bidirectional,
+* As docs/ops.md: 0-size broadcasts in every mode (numpy ``[3]`` to ``[0, 3]``, ``[1]`` to ``[0]``, bidirectional,
   explicit ``[0]`` to ``[2, 0]``, pdpd ``[0]`` to ``[2, 1]``: this one killed the process with SIGFPE before the
   mapping aligned pdpd itself), scalar to ``[]``, pdpd B with a trailing 1 past A's end; 8-bit arithmetic, which
   ``elementwise`` computes in int32 and wraps back (OpenVINO's 8-bit ops saturate); float32 ``Div``, marked so that

@@ -221,7 +221,7 @@ def unbroadcast(ctx: Any, op: str) -> list[Output]:
     aligned_a = ones_then(rank - ra, a64)
     if rule == "pdpd":
         start = ra - rb if axis == -1 else axis
-        kept = min(rb, ra - start)  # B's dims past A's end are trailing 1s (SPEC: ignored)
+        kept = min(rb, ra - start)  # B's dims past A's end are trailing 1s (docs/ops.md: ignored)
         b_part = ops.slice(b64, i64([0]), i64([kept]), i64([1])).output(0)
         a_part = ops.slice(a64, i64([start]), i64([start + kept]), i64([1])).output(0)
         fit = [fits(b_part, a_part)]

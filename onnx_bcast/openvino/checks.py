@@ -1,4 +1,4 @@
-"""Read-time SPEC §2 checks on what OpenVINO knows when it reads a node; an invalid node is a BroadcastError.
+"""Read-time docs/ops.md checks on what OpenVINO knows when it reads a node; an invalid node is a BroadcastError.
 
 Each check runs onnx-bcast's own shape rule. Where some dims or values are known only at run time, the rule runs
 with every unknown dim set to the size that fits best, so an error found then holds for every size they can take

@@ -4,12 +4,12 @@
 ``m_pythondiv=False``: integers truncate as in ONNX), ``Mod`` -> ``FloorMod`` (fmod=0) / ``Mod`` (fmod=1),
 comparisons -> ``Equal Less LessEqual Greater GreaterEqual``, ``And Or Xor`` -> ``LogicalAnd LogicalOr LogicalXor``.
 
-pdpd with known ranks: B is first reshaped as SPEC §2 aligns it (trailing size-1 dims past A's end dropped, which
+pdpd with known ranks: B is first reshaped as docs/ops.md aligns it (trailing size-1 dims past A's end dropped, which
 OpenVINO's shape inference does not do; size-1 dims appended up to A's end), so OpenVINO's pdpd rule applies with
 axis -1. Measured on the CPU plugin (openvino 2026.4.1): an explicit pdpd axis fails to compile for float
 comparisons and logical ops, and most ops fail where B does not reach A's last axis; aligned with axis -1 every op
 compiles but float ``Mod`` ("Doesn't support broadcast type: pdpd"), which runs as numpy broadcasting of the aligned
-B, as does a static size-1 B dim meeting a 0-size A dim (SPEC accepts it, OpenVINO's pdpd does not). With an
+B, as does a static size-1 B dim meeting a 0-size A dim (docs/ops.md accepts it, OpenVINO's pdpd does not). With an
 unknown rank the node is OpenVINO's pdpd with the given axis.
 
 8-bit integers (int8, uint8): ``Add Sub Mul Div Max Min Mod`` run in int32 and wrap back to 8 bits with
@@ -52,7 +52,7 @@ OV_MOD: dict[int, str] = {0: "FloorMod", 1: "Mod"}
 
 
 def align_pdpd(b: Output, da: tuple, db: tuple, axis: int) -> tuple[Output, tuple[int | None, ...]]:
-    """B reshaped as SPEC's pdpd rule aligns it, up to A's last axis: trailing size-1 dims past A's end dropped,
+    """B reshaped as docs/ops.md's pdpd rule aligns it, up to A's last axis: trailing size-1 dims past A's end dropped,
     size-1 dims appended, so that OpenVINO's pdpd rule with axis -1 (or numpy broadcasting) applies."""
     ra, rb = len(da), len(db)
     start = ra - rb if axis == -1 else axis

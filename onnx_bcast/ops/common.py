@@ -132,7 +132,7 @@ def as_array(data: Any) -> np.ndarray:
     return data if isinstance(data, np.ndarray) else np.asarray(data)
 
 
-MAX_RANK = 64  # numpy 2's limit on dimensions; SPEC §2: ranks up to 64 work, a rank over 64 is an error
+MAX_RANK = 64  # numpy 2's limit on dimensions; docs/ops.md: ranks up to 64 work, a rank over 64 is an error
 
 
 def check_rank(op: str, mode: str, what: str, shape: Shape, shapes: str | LazyText,
