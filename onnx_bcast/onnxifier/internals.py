@@ -188,7 +188,8 @@ def installed(options: dict[str, Any], lower: Callable[[onnx.ModelProto], onnx.M
         _Ours.options = options
         onnxifier_log = logging.getLogger(_LOGGER)
         level = onnxifier_log.level
-        onnxifier_log.setLevel(logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.WARNING)
+        # its errors are raised to us (strict passes) and reported once, by name: not also on its log
+        onnxifier_log.setLevel(logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.CRITICAL)
         try:
             for op_type, name in PASS_OF_OP.items():
                 OP_CONVERT.register(name)(type(op_type, (_Ours,), {"__doc__": f"IR {op_type} to onnx_bcast"}))
