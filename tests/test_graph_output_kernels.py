@@ -132,3 +132,15 @@ def test_inference_session_raises_a_kernel_error_even_where_no_check_failed_the_
         session.run(None, {"x": x, "t": np.array([2, 4], np.int64)})
     np.testing.assert_array_equal(session.run(None, {"x": x, "t": np.array([2, 3], np.int64)})[0],
                                   np.broadcast_to(x, (2, 3)))
+
+
+def test_the_environment_is_read_as_os_environ_gives_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from onnx_bcast.ops.memory_guard import environment_text
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    assert environment_text() is None
+    for text in ("12", " 1_000 ", "1.2e10", "é", ""):
+        monkeypatch.setenv(ENV_VAR, text)
+        assert environment_text() == text
+    monkeypatch.delenv(ENV_VAR)
+    assert environment_text() is None

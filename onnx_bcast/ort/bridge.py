@@ -107,7 +107,7 @@ _cast_cache: dict[tuple, NodeAttributes] = {}
 
 def _attributes(opdef: Any, op_id: int, attributes: dict) -> NodeAttributes:
     """``opdef.cast_attributes`` memoised: a node's attribute strings are the same on every call."""
-    key = (op_id, tuple(attributes.values()))  # one op's bridge dict has the same keys, in one order, every call
+    key = (op_id, tuple(attributes.values()))  # the bridge fills it from a std::map: one op, the same keys in order
     cast = _cast_cache.get(key)
     if cast is None:
         cast = NodeAttributes(opdef.cast_attributes(attributes))

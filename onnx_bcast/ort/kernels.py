@@ -15,7 +15,6 @@ Two forms of each op spec are registered:
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -29,7 +28,7 @@ from onnx_bcast.onnx_defs.schemas import DOMAIN, ELEMENTWISE_CHECK, GUARDED_DOMA
 from onnx_bcast.ops import OP_SPECS
 from onnx_bcast.ops.common import OpSpec, check_numpy_rank, check_rank, zeros_inferred_dims
 from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment
-from onnx_bcast.ops.memory_guard import ENV_VAR, check_output_size
+from onnx_bcast.ops.memory_guard import check_output_size, environment_text
 from onnx_bcast.ort import bridge
 from onnx_bcast.ort.process_state import record_error, state
 
@@ -106,7 +105,7 @@ def _signature(inputs: list[np.ndarray], attrs: dict[str, Any]) -> tuple:
     their shapes), and the output limit in force (the environment's text is read at each call)."""
     data = inputs[0]
     limit = attrs.get("max_output_bytes", -1)
-    return (data.shape, data.dtype, limit if limit >= 0 else os.environ.get(ENV_VAR),
+    return (data.shape, data.dtype, limit if limit >= 0 else environment_text(),
             *[(x.shape, x.tobytes()) for x in inputs[1:]])
 
 
