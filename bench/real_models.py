@@ -248,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("O2O").setLevel(logging.CRITICAL)  # onnxifier's own logger
+    logging.getLogger("onnx_bcast").setLevel(logging.WARNING)
     if args.mode == "list":
         _list()
         return 0
