@@ -111,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     import onnxruntime
 
+    onnxruntime.set_default_logger_severity(3)
     print(f"onnxruntime {onnxruntime.__version__}, {args.rounds} rounds, {args.threads} thread(s); "
           f"goal: written/original per call <= {GOAL_RATIO}")
     print(f"{'model':20} {'from-ir s':>9} {'original ms':>11} {'written ms':>10} {'ratio':>6} {'range':>13}")
