@@ -37,7 +37,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,8 +46,6 @@ import numpy as np
 
 log = logging.getLogger("onnx_node_cases")
 
-ROUTES = ("IR route", "onnxifier alone")
-STEPS = ("openvino", *ROUTES, "openvino cpu")
 STATUSES = ("equal", "refused", "ort refuses", "wrong", "crashed", "timeout")
 TRIVIAL_IR_OPS = frozenset({"Parameter", "Result", "Constant"})
 CASE_TIMEOUT = 300.0  # seconds for one case's steps together
@@ -72,14 +70,14 @@ def collect(pattern: str | None = None) -> list[NodeCase]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # some case modules warn about overflows while exporting
         cases = collect_testcases(None)
-    found = []
-    for case in cases:
-        if pattern and not re.search(pattern, case.name):
-            continue
-        (inputs, outputs), = case.data_sets
-        found.append(NodeCase(case.name, case.model.SerializeToString(), list(inputs), list(outputs),
-                              float(case.rtol), float(case.atol)))
-    return found
+    return [node_case(case) for case in cases if not pattern or re.search(pattern, case.name)]
+
+
+def node_case(case: Any) -> NodeCase:
+    """One of onnx's ``TestCase`` (kind ``node``: one data set) as a ``NodeCase``."""
+    (inputs, outputs), = case.data_sets
+    return NodeCase(case.name, case.model.SerializeToString(), list(inputs), list(outputs), float(case.rtol),
+                    float(case.atol))
 
 
 # ---- comparison with ONNX's expected outputs ---------------------------------------------------------------------
@@ -221,7 +219,8 @@ def _run_openvino_cpu(core: Any, xml: Path, case: NodeCase) -> dict[str, Any]:
     return {"status": "wrong" if diff else "equal", "detail": diff or ""}
 
 
-def _converters() -> dict[str, Any]:
+def default_routes() -> dict[str, Callable[[str], Any]]:
+    """The two routes compared: ``ir_to_onnx`` and onnxifier alone, each from an IR path to an ONNX ModelProto."""
     import onnxifier
 
     from onnx_bcast.onnxifier import ir_to_onnx
@@ -230,14 +229,27 @@ def _converters() -> dict[str, Any]:
     return {"IR route": ir_to_onnx, "onnxifier alone": lambda xml: onnxifier.convert(xml, print_passes=False)}
 
 
-def case_steps(case: NodeCase, folder: Path) -> Iterator[dict[str, Any]]:
-    """The case's record after each step (openvino, each route, openvino cpu): the last one is complete."""
+def case_steps(case: NodeCase, folder: Path, routes: Callable[[], dict[str, Callable[[str], Any]]] = default_routes
+               ) -> Iterator[dict[str, Any]]:
+    """The case's record after each step (openvino, each route, openvino cpu): the last one is complete.
+
+    ``record["steps"]`` lists the steps planned, ``record["done"]`` those done, ``record["seconds"]`` their times.
+    """
     import openvino as ov
 
-    record: dict[str, Any] = {"name": case.name, "done": []}
+    converters = routes()
+    record: dict[str, Any] = {"name": case.name, "steps": ["openvino", *converters, "openvino cpu"], "done": [],
+                              "seconds": {}}
+
+    def done(step: str, started: float) -> dict[str, Any]:
+        record["done"].append(step)
+        record["seconds"][step] = round(time.perf_counter() - started, 3)
+        return record
+
     where = folder / case.name
     where.mkdir(parents=True, exist_ok=True)
     try:
+        started = time.perf_counter()
         onnx_path, xml = where / "model.onnx", where / "model.xml"
         onnx_path.write_bytes(case.model)
         core = ov.Core()
@@ -257,20 +269,19 @@ def case_steps(case: NodeCase, folder: Path) -> Iterator[dict[str, Any]]:
             yield record
             return
         record["openvino"] = "reads"
-        record["done"].append("openvino")
-        yield record
-        for route, convert in _converters().items():
+        yield done("openvino", started)
+        for route, convert in converters.items():
+            started = time.perf_counter()
             record[route] = _run_route(convert, xml, case, record["ir_ops"])
-            record["done"].append(route)
-            yield record
+            yield done(route, started)
+        started = time.perf_counter()
         record["openvino cpu"] = _run_openvino_cpu(core, xml, case)
-        record["done"].append("openvino cpu")
-        yield record
+        yield done("openvino cpu", started)
     finally:
         shutil.rmtree(where, ignore_errors=True)
 
 
-def _worker(connection: Any, folder: str) -> None:
+def _worker(connection: Any, folder: str, routes: Callable[[], dict[str, Callable[[str], Any]]]) -> None:
     """The child: receives cases, sends each one's record after every step, then ``None``."""
     warnings.simplefilter("ignore")
     with contextlib.redirect_stdout(sys.stderr):  # onnxifier prints about custom ops; this process's stdout is --list
@@ -278,7 +289,7 @@ def _worker(connection: Any, folder: str) -> None:
             case = connection.recv()
             if case is None:
                 return
-            for record in case_steps(case, Path(folder)):
+            for record in case_steps(case, Path(folder), routes):
                 connection.send(record)
             connection.send(None)
 
@@ -288,8 +299,9 @@ def _worker(connection: Any, folder: str) -> None:
 class Isolated:
     """A child process that runs cases' steps; a case that kills or hangs it is recorded, and a new child starts."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, routes: Callable[[], dict[str, Callable[[str], Any]]] = default_routes) -> None:
         self.folder = folder
+        self.routes = routes  # a module-level function: the child imports it by name
         self.context = multiprocessing.get_context("spawn")
         self.process: Any = None
         self.connection: Any = None
@@ -297,7 +309,8 @@ class Isolated:
 
     def _start(self) -> None:
         self.connection, child = self.context.Pipe()
-        self.process = self.context.Process(target=_worker, args=(child, str(self.folder)), daemon=True)
+        self.process = self.context.Process(target=_worker, args=(child, str(self.folder), self.routes),
+                                            daemon=True)
         self.process.start()
         child.close()
 
@@ -335,7 +348,7 @@ class Isolated:
         detail = f"child {how} (exit code {self.process.exitcode})"
         self.process = None
         self.restarts += 1
-        pending = [step for step in STEPS if step not in record["done"]]
+        pending = [step for step in record.get("steps", ["openvino"]) if step not in record["done"]]
         if pending:
             if pending[0] == "openvino":
                 record.update(openvino=how, detail=detail)
@@ -345,14 +358,15 @@ class Isolated:
         return record
 
 
-def run_cases(cases: list[NodeCase], folder: Path, *, isolate: bool = True) -> Iterator[dict[str, Any]]:
+def run_cases(cases: list[NodeCase], folder: Path, *, isolate: bool = True,
+              routes: Callable[[], dict[str, Callable[[str], Any]]] = default_routes) -> Iterator[dict[str, Any]]:
     """Every case's complete record; ``isolate``: in the child process (else in this one)."""
     if not isolate:
         for case in cases:
-            *_, record = case_steps(case, folder)
+            *_, record = case_steps(case, folder, routes)
             yield record
         return
-    runner = Isolated(folder)
+    runner = Isolated(folder, routes)
     try:
         for case in cases:
             yield runner.run(case)
@@ -375,7 +389,7 @@ def _line(record: dict[str, Any]) -> str:
     if record.get("openvino") != "reads":
         return f"{record['name']}: openvino {record.get('openvino')} ({record.get('detail', '')[:120]})"
     parts = []
-    for step in (*ROUTES, "openvino cpu"):
+    for step in record["steps"][1:]:
         result = record.get(step)
         text = verdict(result)
         if result and result.get("detail") and text != "equal":
@@ -388,7 +402,8 @@ def summary(records: list[dict[str, Any]]) -> list[str]:
     """Count lines: cases, OpenVINO's refusals, then each route's verdicts."""
     refused = sum(r.get("openvino") != "reads" for r in records)
     lines = [f"{len(records)} cases; OpenVINO refuses {refused}, reads {len(records) - refused}"]
-    for step in (*ROUTES, "openvino cpu"):
+    steps = next((r["steps"][1:] for r in records if "steps" in r), [])
+    for step in steps:
         counts = Counter(verdict(r.get(step)) for r in records if r.get("openvino") == "reads")
         order = ("equal", "refused named", "refused unnamed", "refused", "ort refuses", "wrong", "crashed", "timeout",
                  "not run")
