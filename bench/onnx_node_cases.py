@@ -42,11 +42,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 log = logging.getLogger("onnx_node_cases")
 
-STATUSES = ("equal", "refused", "ort refuses", "wrong", "crashed", "timeout")
+STATUSES = ("equal", "refused", "ort refuses", "wrong", "not compared", "crashed", "timeout")
 TRIVIAL_IR_OPS = frozenset({"Parameter", "Result", "Constant"})
 CASE_TIMEOUT = 300.0  # seconds for one case's steps together
 
@@ -76,8 +77,19 @@ def collect(pattern: str | None = None) -> list[NodeCase]:
 def node_case(case: Any) -> NodeCase:
     """One of onnx's ``TestCase`` (kind ``node``: one data set) as a ``NodeCase``."""
     (inputs, outputs), = case.data_sets
-    return NodeCase(case.name, case.model.SerializeToString(), list(inputs), list(outputs), float(case.rtol),
-                    float(case.atol))
+    return NodeCase(case.name, case.model.SerializeToString(), [_as_array(v) for v in inputs],
+                    [_as_array(v) for v in outputs], float(case.rtol), float(case.atol))
+
+
+def _as_array(value: Any) -> Any:
+    """A case's input or output as numpy (TensorProto and numpy scalars too; sequences as lists, None as None)."""
+    import onnx
+
+    if isinstance(value, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(value)
+    if isinstance(value, list | tuple):
+        return [_as_array(v) for v in value]
+    return value if value is None or isinstance(value, np.ndarray) else np.asarray(value)
 
 
 # ---- comparison with ONNX's expected outputs ---------------------------------------------------------------------
@@ -129,7 +141,7 @@ def _first_line(err: BaseException) -> str:
     """The error's type and message, OpenVINO's where-it-was-raised lines left out, on one line."""
     lines = [line.strip() for line in str(err).splitlines()]
     text = " | ".join(line for line in lines if line and not _BOILERPLATE.match(line))
-    return f"{type(err).__name__}: {text[:400]}"
+    return f"{type(err).__name__}: {text[:1000]}"
 
 
 def _feeds(model: Any, case: NodeCase) -> dict[str, Any]:
@@ -172,6 +184,45 @@ def _nonstandard_ops(model: Any) -> list[str]:
                    if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type)})
 
 
+#: numpy dtypes ORT's Python API takes and returns (bfloat16 goes in as an OrtValue and comes out through a Cast)
+_ORT_NUMPY = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+                        "float32", "float64", "complex64", "complex128"})
+_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _carried(dtype: np.dtype) -> bool:
+    """Whether ORT's Python API takes and returns ``dtype`` here (strings and objects too)."""
+    return dtype.name in _ORT_NUMPY or dtype == _BFLOAT16 or dtype.kind in "OUS"
+
+
+def _ort_value(value: Any) -> Any:
+    """``value`` as ORT's ``run`` takes it: bfloat16 as an OrtValue of its bits, the rest as is."""
+    import onnxruntime as ort
+    from onnx import TensorProto
+
+    if isinstance(value, np.ndarray) and value.dtype == _BFLOAT16:
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(value.view(np.uint16), TensorProto.BFLOAT16)
+    return value
+
+
+def _bfloat16_outputs_as_float(model: Any) -> tuple[Any, set[int]]:
+    """``model`` with a Cast to float32 after each bfloat16 output (exact; ORT returns no bfloat16 to numpy)."""
+    from onnx import TensorProto, helper
+
+    widened = {k for k, o in enumerate(model.graph.output) if o.type.tensor_type.elem_type == TensorProto.BFLOAT16}
+    if not widened:
+        return model, widened
+    copy = type(model)()
+    copy.CopyFrom(model)
+    for k in widened:
+        output = copy.graph.output[k]
+        cast = helper.make_node("Cast", [output.name], [f"{output.name}__as_float32"], to=TensorProto.FLOAT)
+        copy.graph.node.append(cast)
+        output.name = cast.output[0]
+        output.type.tensor_type.elem_type = TensorProto.FLOAT
+    return copy, widened
+
+
 def _run_route(convert: Any, xml: Path, case: NodeCase, ir_ops: list[str]) -> dict[str, Any]:
     import onnxruntime as ort
 
@@ -191,13 +242,20 @@ def _run_route(convert: Any, xml: Path, case: NodeCase, ir_ops: list[str]) -> di
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     try:
-        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     except Exception as err:  # noqa: BLE001
         return {**record, "status": "ort refuses", "stage": "load", "detail": _first_line(err)}
+    uncarried = sorted({str(v.dtype) for v in [*feeds.values(), *case.outputs]
+                        if isinstance(v, np.ndarray) and not _carried(v.dtype)})
+    if uncarried:
+        return {**record, "status": "not compared", "detail": f"ORT's Python API carries no {', '.join(uncarried)}"}
+    model, widened = _bfloat16_outputs_as_float(model)
     try:
-        got = session.run(None, feeds)
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        got = session.run(None, {name: _ort_value(value) for name, value in feeds.items()})
     except Exception as err:  # noqa: BLE001
         return {**record, "status": "ort refuses", "stage": "run", "detail": _first_line(err)}
+    got = [g.astype(_BFLOAT16) if k in widened else g for k, g in enumerate(got)]
     diff = compare(got, case.outputs, case)
     return {**record, "status": "wrong" if diff else "equal", "detail": diff or ""}
 
@@ -393,7 +451,7 @@ def _line(record: dict[str, Any]) -> str:
         result = record.get(step)
         text = verdict(result)
         if result and result.get("detail") and text != "equal":
-            text += f" ({result['detail'][:160]})"
+            text += f" ({result['detail'][:300]})"
         parts.append(f"{step}: {text}")
     return f"{record['name']} [{' '.join(record.get('ir_ops', []))}]: " + "; ".join(parts)
 
@@ -405,8 +463,8 @@ def summary(records: list[dict[str, Any]]) -> list[str]:
     steps = next((r["steps"][1:] for r in records if "steps" in r), [])
     for step in steps:
         counts = Counter(verdict(r.get(step)) for r in records if r.get("openvino") == "reads")
-        order = ("equal", "refused named", "refused unnamed", "refused", "ort refuses", "wrong", "crashed", "timeout",
-                 "not run")
+        order = ("equal", "refused named", "refused unnamed", "ort refuses", "wrong", "not compared", "crashed",
+                 "timeout", "not run")
         lines.append(f"{step}: " + ", ".join(f"{counts[k]} {k}" for k in order if counts[k]))
     return lines
 
