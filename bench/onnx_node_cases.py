@@ -252,6 +252,10 @@ def _run_route(convert: Any, xml: Path, case: NodeCase, ir_ops: list[str]) -> di
     model, widened = _bfloat16_outputs_as_float(model)
     try:
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # noqa: BLE001 - e.g. a Cast to=0 ORT loads only where it makes a graph output
+        return {**record, "status": "ort refuses", "stage": "load (bfloat16 outputs cast to float32)",
+                "detail": _first_line(err)}
+    try:
         got = session.run(None, {name: _ort_value(value) for name, value in feeds.items()})
     except Exception as err:  # noqa: BLE001
         return {**record, "status": "ort refuses", "stage": "run", "detail": _first_line(err)}
@@ -469,6 +473,49 @@ def summary(records: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+_ORT_TYPE_ERROR = re.compile(r"Type Error: Type '([^']+)' of input parameter \([^)]*\) of operator \((\w+)\)")
+_ORT_NODE = (re.compile(r'In Node, \("[^"]*", (\w+), "[^"]*", -?\d+\)'), re.compile(r"Op \((\w+)\)"),
+             re.compile(r"running (\w+) node"), re.compile(r"implementation for (\w+\(\d+\))"))
+
+
+def failure_group(record: dict[str, Any], step: str) -> str:
+    """What a route's failure on a case has in common with others: the op ORT names and why, the kind of difference
+    and the IR's ops, or the error's type and start."""
+    result = record[step]
+    status, detail = verdict(result), result.get("detail", "")
+    if result.get("nonstandard_ops"):
+        return f"{status}: written as non-ONNX op {', '.join(result['nonstandard_ops'])}"
+    if status == "wrong":
+        what = detail.split(": ", 1)[-1]
+        kind = "output count" if "outputs, expected" in detail else what if what.startswith("dtype") else \
+            what.split(" ")[0]
+        return f"wrong: {kind} [{' '.join(record.get('ir_ops', []))}]"
+    if status == "ort refuses":
+        typed = _ORT_TYPE_ERROR.search(detail)
+        if typed:
+            return f"ort refuses: ONNX {typed.group(2)} on {typed.group(1)}"
+        for pattern in _ORT_NODE:
+            found = pattern.search(detail)
+            if found:
+                why = re.sub(r".*(ShapeInferenceError|Status Message:|INVALID_GRAPH :)", r"\1", detail)[:90]
+                return f"ort refuses ({result.get('stage')}): ONNX {found.group(1)}: {why}"
+        return f"ort refuses ({result.get('stage')}): {detail[:90]}"
+    return f"{status}: {re.sub(r'[_/]?[0-9]{3,}', 'N', detail)[:100]}"
+
+
+def groups(records: list[dict[str, Any]], step: str) -> list[str]:
+    """A route's results other than equal and named refusals, grouped by ``failure_group``, largest first."""
+    found: dict[str, list[str]] = {}
+    for record in records:
+        if record.get("openvino") == "reads" and verdict(record.get(step)) not in ("equal", "refused named"):
+            found.setdefault(failure_group(record, step), []).append(record["name"].removeprefix("test_"))
+    lines = []
+    for key, names in sorted(found.items(), key=lambda item: (-len(item[1]), item[0])):
+        shown = ", ".join(names[:6]) + (f", ... ({len(names) - 6} more)" if len(names) > 6 else "")
+        lines.append(f"  {len(names):4d}  {key}\n        {shown}")
+    return lines
+
+
 def _versions() -> str:
     from importlib.metadata import version
 
@@ -481,27 +528,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="one line per case")
     parser.add_argument("--json", metavar="OUT", type=Path, help="write every case's record here")
     parser.add_argument("--in-process", action="store_true", help="no child process (a crash ends the run)")
+    parser.add_argument("--groups", action="store_true", help="each route's failures, grouped")
+    parser.add_argument("--from-json", metavar="IN", type=Path, help="report on the records of an earlier --json")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     started = time.monotonic()
-    cases = collect(args.only)
-    if not cases:
-        parser.error(f"no case matches {args.only!r}")
-    records = []
-    with tempfile.TemporaryDirectory(prefix="onnx_node_cases_") as folder:
-        for record in run_cases(cases, Path(folder), isolate=not args.in_process):
-            records.append(record)
-            if args.list:
-                print(_line(record), flush=True)
+    if args.json and args.from_json and args.json.resolve() == args.from_json.resolve():
+        parser.error(f"--json {args.json} would write over the file --from-json reads")
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        versions, records = saved["versions"], [r for r in saved["records"]
+                                                if not args.only or re.search(args.only, r["name"])]
+        for record in records if args.list else ():
+            print(_line(record))
+    else:
+        versions, records = _versions(), list(_run(args))
     if args.json:
         staged = args.json.with_name(args.json.name + ".partial")
-        staged.write_text(json.dumps({"versions": _versions(), "records": records}, indent=1))
+        staged.write_text(json.dumps({"versions": versions, "records": records}, indent=1))
         os.replace(staged, args.json)
-    print(_versions())
+    print(versions)
     for line in summary(records):
         print(line)
+    steps = next((r["steps"][1:-1] for r in records if "steps" in r), [])
+    for step in steps if args.groups else ():
+        print(f"{step}, other than equal and refused naming an op:")
+        print("\n".join(groups(records, step)))
     print(f"{time.monotonic() - started:.0f} s")
     return 0
+
+
+def _run(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+    cases = collect(args.only)
+    if not cases:
+        raise SystemExit(f"no case matches {args.only!r}")
+    with tempfile.TemporaryDirectory(prefix="onnx_node_cases_") as folder:
+        for record in run_cases(cases, Path(folder), isolate=not args.in_process):
+            if args.list:
+                print(_line(record), flush=True)
+            yield record
 
 
 if __name__ == "__main__":
