@@ -113,6 +113,17 @@ def _power(dtype: type) -> Case:
     return build
 
 
+def _reductions() -> tuple[list, list, dict[str, np.ndarray]]:
+    """Axes fed at run time (onnxifier folds them or fails), a scalar int32 axis, the logical reductions."""
+    x, axes, flags = _p("x", [2, 3, 4]), _p("axes", [1], np.int64), _p("flags", [2, 3], np.bool_)
+    outputs = [ops.reduce_sum(x, axes, True), ops.reduce_mean(x, axes, False),
+               ops.reduce_max(x, _c(np.array(1, np.int32)), False),
+               ops.reduce_logical_and(flags, _c(np.array([1], np.int64)), False),
+               ops.reduce_logical_or(flags, _c(np.array([0], np.int64)), True)]
+    return [o.output(0) for o in outputs], [x, axes, flags], {"x": _f(2, 3, 4), "axes": np.array([2], np.int64),
+                                                               "flags": RNG.random((2, 3)) > 0.3}
+
+
 HALVES = np.array([[0.5, 1.5, -0.5, -2.5, 2.4, -3.6]], np.float32)
 CASES: dict[str, Case] = {
     **{f"lstm_{d}": _lstm(d, n) for d, n in (("forward", 1), ("reverse", 1), ("bidirectional", 2))},
@@ -136,6 +147,7 @@ CASES: dict[str, Case] = {
     "softplus": _unary(ops.softplus, _f(2, 6)),
     **{f"power_{np.dtype(t).name}": _power(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64,
                                                         np.uint32)},
+    "reductions": _reductions,
     "add_float16": _unary(lambda x: ops.add(x, _c(np.array([1.5], np.float16))), _f(2, 3).astype(np.float16)),
 }
 
@@ -213,3 +225,16 @@ def test_what_cannot_be_expressed_is_refused_by_name(tmp_path: Path) -> None:
     lines = caught.value.lines
     assert any(line.startswith("ReverseSequence-") and "'reverse_me'" in line for line in lines), lines
     assert any(line.startswith("Gather-8 'batched_gather'") and "batch_dims" in line for line in lines), lines
+
+
+def test_a_failing_onnxifier_pass_is_refused_by_name(tmp_path: Path) -> None:
+    """onnxifier's Pad pass needs constant pads: fed at run time, the refusal names the Pad and why."""
+    x, pads = _p("x", [2, 3]), _p("pads", [2], np.int64)
+    padded = ops.pad(x, pads, pads, "constant")
+    padded.set_friendly_name("pad_me")
+    path = tmp_path / "pad.xml"
+    ov.save_model(ov.Model([padded.output(0)], [x, pads], "pad"), str(path), compress_to_fp16=False)
+    with pytest.raises(IRNotConvertible) as caught:
+        ir_to_onnx(path)
+    assert [line.split(":")[0] for line in caught.value.lines] == ["Pad-12 'pad_me'"], caught.value.lines
+    assert "onnxifier's pad pass fails" in caught.value.lines[0]

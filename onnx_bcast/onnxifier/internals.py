@@ -38,7 +38,9 @@ PASS_OF_OP = {"Broadcast": "broadcast", "Divide": "divide", "FloorMod": "floor_m
               "Subtract": "subtract", "Power": "power", "Maximum": "maximum", "Minimum": "minimum",
               "GreaterEqual": "greater_equal", "LessEqual": "less_equal",
               # owned translations of ops onnxifier has a pass for (onnx_bcast/onnxifier/owned; docs/ir-route.md)
-              "MVN": "mvn", "Gather": "gather", "Gelu": "gelu", "Selu": "selu", "Convert": "convert"}
+              "MVN": "mvn", "Gather": "gather", "Gelu": "gelu", "Selu": "selu", "Convert": "convert",
+              **{f"Reduce{kind}": f"reduce_{kind.lower()}" for kind in ("L1", "L2", "Max", "Mean", "Min", "Prod",
+                                                                         "Sum")}}
 TRIVIAL = "z__trivial"
 #: What this module needs of onnxifier (the test checks each): names, and methods of its classes.
 REQUIRED = {"registry": ("register", "get_type", "__contains__", "__iter__"),
@@ -102,6 +104,7 @@ def our_nodes(graph: Any, node: onnx.NodeProto, options: dict[str, Any], rewrite
         return translation(_ir_node(graph, rewriter, node, attrs, version, options))
     except Unsupported as err:
         options.setdefault("refused", []).append(str(err))
+        options.setdefault("refused_nodes", set()).add(node.name)
         return [node]
 
 
@@ -145,6 +148,29 @@ class NotExpressible(ValueError):
         super().__init__("; ".join(self.lines))
 
 
+def _refuse(options: dict[str, Any], node: onnx.NodeProto, why: str) -> onnx.NodeProto:
+    """Record that ``node`` (an IR node) cannot be expressed, and keep it (the conversion stops after the last op
+    pass, with every such line: ``NotExpressible``)."""
+    version = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "version"), b"")
+    version = (version.decode() if isinstance(version, bytes) else str(version)).removeprefix("opset") or "?"
+    options.setdefault("refused", []).append(f"{node.op_type}-{version} {node.name!r}: {why}")
+    options.setdefault("refused_nodes", set()).add(node.name)
+    return node
+
+
+def _named_failures(original: type, pass_name: str) -> type:
+    """onnxifier's pass ``original``, whose failure on a node becomes a refusal naming that IR op (its class name
+    is kept: onnxifier matches nodes by it)."""
+    def replace(self: Any, graph: Any, ori_node: onnx.NodeProto) -> onnx.NodeProto:
+        try:
+            return original.replace(self, graph, ori_node)
+        except Exception as err:  # noqa: BLE001 - any failure of its pass is a refusal of this op
+            first = " ".join(str(err).split())[:160] or type(err).__name__
+            return _refuse(_Ours.options, ori_node, f"onnxifier's {pass_name} pass fails ({type(err).__name__}: "
+                                                    f"{first})")
+    return type(original.__name__, (original,), {"replace": replace, "__doc__": original.__doc__})
+
+
 def _trivial_pass(original: type, lower: Callable[[onnx.ModelProto], onnx.ModelProto]) -> type:
     class Trivial(_Ours, original):  # type: ignore[valid-type,misc]
         """onnxifier's catch-all, which first maps the binary ops it would rename, then lowers our nodes."""
@@ -155,14 +181,14 @@ def _trivial_pass(original: type, lower: Callable[[onnx.ModelProto], onnx.ModelP
 
         def fallback(self, graph: Any, ori_node: onnx.NodeProto) -> onnx.NodeProto:
             """onnxifier's renaming, only where it loses nothing: an ONNX op of that name, no attribute dropped."""
+            if ori_node.name in self.options.get("refused_nodes", ()):
+                return ori_node  # an earlier pass refused it, with its reason
             attrs = _attributes(ori_node)
-            version = attrs.pop("version", "")
+            attrs.pop("version", "")
             why = ("no ONNX op has this name" if not onnx.defs.has(ori_node.op_type) else
                    f"onnxifier would drop its attributes {sorted(attrs)}" if attrs else "")
             if why:
-                self.options.setdefault("refused", []).append(
-                    f"{ori_node.op_type}-{version.removeprefix('opset') or '?'} {ori_node.name!r}: {why}")
-                return ori_node
+                return _refuse(self.options, ori_node, why)
             return original.replace(self, graph, ori_node)
 
         def lower(self, graph: Any) -> Any:
@@ -186,8 +212,8 @@ def _trivial_pass(original: type, lower: Callable[[onnx.ModelProto], onnx.ModelP
 def installed(options: dict[str, Any], lower: Callable[[onnx.ModelProto], onnx.ModelProto]) -> Iterator[None]:
     """Our passes registered in onnxifier for the duration (one conversion at a time), its own ones afterwards."""
     with _LOCK:
-        originals = {name: OP_CONVERT.get_type(name) for name in (*PASS_OF_OP.values(), TRIVIAL)}
-        missing = [name for name, kind in originals.items() if kind is None]
+        originals = {name: OP_CONVERT.get_type(name) for name in OP_CONVERT}
+        missing = [name for name in (*PASS_OF_OP.values(), TRIVIAL) if originals.get(name) is None]
         if missing:
             raise RuntimeError(f"onnxifier {VERSION} has no pass named {', '.join(missing)}: onnx_bcast.onnxifier "
                                "supports onnxifier 2.0")
@@ -197,6 +223,9 @@ def installed(options: dict[str, Any], lower: Callable[[onnx.ModelProto], onnx.M
         # its errors are raised to us (strict passes) and reported once, by name: not also on its log
         onnxifier_log.setLevel(logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.CRITICAL)
         try:
+            for name, kind in originals.items():  # onnxifier's other op passes: a failure names the op
+                if name not in (*PASS_OF_OP.values(), TRIVIAL):
+                    OP_CONVERT.register(name)(_named_failures(kind, name))
             for op_type, name in PASS_OF_OP.items():
                 OP_CONVERT.register(name)(type(op_type, (_Ours,), {"__doc__": f"IR {op_type} to onnx_bcast"}))
             OP_CONVERT.register(TRIVIAL)(_trivial_pass(originals[TRIVIAL], lower))
