@@ -1,6 +1,6 @@
-"""The README's command-line transcripts run as shown.
+"""The README's command-line transcripts and ``>>>`` examples run as shown (and those of a few docs pages).
 
-Every code block of README.md is read; a line ``$ COMMAND`` starts a transcript, and the lines under it, up to a blank
+Every code block of README.md (and of the pages in ``DOC_TRANSCRIPTS``) is read; a line ``$ COMMAND`` starts a transcript, and the lines under it, up to a blank
 line or the next ``$`` line, are its output. A command may end with a note in parentheses after two or more spaces:
 ``(exit status N)`` is the expected exit status (0 otherwise), ``(without OpenVINO; ...)`` runs the command as if
 OpenVINO were not installed (a module ``openvino`` that raises ``ImportError`` first on ``PYTHONPATH``), and
@@ -110,7 +110,14 @@ def transcripts(block: list[tuple[int, str]]) -> list[Transcript]:
     return found
 
 
-BLOCKS = [ts for ts in (transcripts(block) for block in code_blocks(README.read_text(encoding="utf-8"))) if ts]
+def file_blocks(path: Path) -> list[list[Transcript]]:
+    return [ts for ts in (transcripts(block) for block in code_blocks(path.read_text(encoding="utf-8"))) if ts]
+
+
+BLOCKS = file_blocks(README)
+# docs pages whose transcripts run too (the others show runs of bench/ scripts, which take minutes)
+DOC_TRANSCRIPTS = [ROOT / "docs" / "legacy-onnx.md", ROOT / "docs" / "big-models.md"]
+ALL_BLOCKS = [(path, ts) for path in [README, *DOC_TRANSCRIPTS] for ts in file_blocks(path)]
 
 
 def normalise(text: str, tmp: Path) -> list[str]:
@@ -150,18 +157,19 @@ def test_readme_has_transcripts() -> None:
         assert made, f"{name} is used by the README but no python line makes it"
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[f"README.md:{ts[0].line}" for ts in BLOCKS])
-def test_transcript_block(block: list[Transcript], tmp_path: Path) -> None:
+@pytest.mark.parametrize("block", ALL_BLOCKS, ids=[f"{p.relative_to(ROOT)}:{ts[0].line}" for p, ts in ALL_BLOCKS])
+def test_transcript_block(block: tuple[Path, list[Transcript]], tmp_path: Path) -> None:
+    path, block_transcripts = block
     shutil.copytree(ROOT / "models", tmp_path / "models", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     skipped = []
-    for transcript in block:
+    for transcript in block_transcripts:
         if (transcript.needs_openvino and not HAS_OPENVINO) or (transcript.needs_onnxifier and not HAS_ONNXIFIER):
             skipped.append(transcript.command)
             continue
         done = subprocess.run(transcript.command, shell=True, cwd=tmp_path, capture_output=True,  # bytes: keep \r
                               env=environment(tmp_path, transcript.without_openvino), timeout=300)
         stdout, stderr = done.stdout.decode("utf-8"), done.stderr.decode("utf-8")
-        where = f"README.md:{transcript.line}: $ {transcript.command}"
+        where = f"{path.relative_to(ROOT)}:{transcript.line}: $ {transcript.command}"
         if transcript.command.startswith("python "):
             assert done.returncode == 0, f"{where}\n{stderr}"
             continue
