@@ -89,41 +89,73 @@ def _marshal(value: Any, declared: int, ours: bool) -> Any:
 
 
 _ATTR_CACHE_LIMIT = 4096
-_cast_cache: dict[tuple, dict] = {}
 
 
-def _attributes(opdef: Any, op_id: int, attributes: dict) -> dict:
+class NodeAttributes(dict):
+    """One node's cast attributes, shared by every call of the node, with ``memo``: what a kernel keeps per input
+    signature of this node (a fresh, empty one whenever the attribute cache is renewed)."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self, attributes: dict) -> None:
+        super().__init__(attributes)
+        self.memo: dict = {}
+
+
+_cast_cache: dict[tuple, NodeAttributes] = {}
+
+
+def _attributes(opdef: Any, op_id: int, attributes: dict) -> NodeAttributes:
     """``opdef.cast_attributes`` memoised: a node's attribute strings are the same on every call."""
-    key = (op_id, *attributes.items())  # the bridge builds the dict in one order per node: no need to sort
+    key = (op_id, tuple(attributes.values()))  # the bridge fills it from a std::map: one op, the same keys in order
     cast = _cast_cache.get(key)
     if cast is None:
-        cast = opdef.cast_attributes(attributes)
+        cast = NodeAttributes(opdef.cast_attributes(attributes))
         if len(_cast_cache) >= _ATTR_CACHE_LIMIT:
             _cast_cache.clear()
         _cast_cache[key] = cast
-    return cast  # shared by every call of the node: neither the bridge nor our kernels mutate it
+    return cast  # shared by every call of the node: neither the bridge nor our kernels mutate its items
 
 
-_op_cache: dict[int, tuple[Any, list[int], Callable[[Any, dict], Any] | None]] = {}
+_op_cache: dict[int, tuple[Any, list[int], Callable[[Any, dict], Any] | None, list[np.dtype | None]]] = {}
 
 
-def _op(op_id: int) -> tuple[Any, list[int], Callable[[Any, dict], Any] | None]:
-    """(opdef, declared output types, our kernel or None for another package's op), looked up once per op."""
+def _op(op_id: int) -> tuple[Any, list[int], Callable[[Any, dict], Any] | None, list[np.dtype | None]]:
+    """(opdef, declared output types, our kernel or None for another package's op, the declared outputs' numpy
+    dtypes), looked up once per op."""
     entry = _op_cache.get(op_id)
     if entry is None:
         opdef = ocos.Opdef._odlist[op_id]
-        entry = (opdef, list(opdef._nativedef.output_types), state().our_ops.get(op_id))
+        declared = list(opdef._nativedef.output_types)
+        entry = (opdef, declared, state().our_ops.get(op_id), [_NUMPY_OF.get(kind) for kind in declared])
         _op_cache[op_id] = entry
     return entry
 
 
 def _invoke(op_id: int, feed: list, attributes: dict) -> tuple:
     """Replacement for ``_ocos._on_pyop_invocation`` with the same contract for every Python op."""
-    opdef, declared, kernel = _op(op_id)
-    ours = kernel is not None
+    opdef, declared, kernel, dtypes = _op_cache.get(op_id) or _op(op_id)
     cast = _attributes(opdef, op_id, attributes)
-    result = kernel(feed, cast) if ours else opdef.body(*feed, **cast)  # ours: no argument unpacking per call
-    outputs = result if isinstance(result, tuple) else (result,)
+    if kernel is None:
+        result = opdef.body(*feed, **cast)
+        outputs = result if isinstance(result, tuple) else (result,)
+        return _reply(op_id, outputs, declared, False)
+    result = kernel(feed, cast)  # ours: no argument unpacking per call
+    outputs = result if type(result) is tuple else (result,)
+    if len(outputs) != len(dtypes):
+        return _reply(op_id, outputs, declared, True)
+    reply: list[Any] = [op_id]
+    for i, value in enumerate(outputs):
+        if type(value) is np.ndarray and value.dtype == dtypes[i]:
+            # contiguous: extensions before 0.15 copy the array's buffer as it is, whatever its strides
+            reply += (value.shape, value if value.flags.c_contiguous else _contiguous(value))
+        else:
+            reply += (np.shape(value), _marshal(value, declared[i], True))
+    return tuple(reply)
+
+
+def _reply(op_id: int, outputs: tuple, declared: list[int], ours: bool) -> tuple:
+    """The hook's answer: the op id, then each output's shape and data as the C++ side copies it."""
     reply: list[Any] = [op_id]
     for i, value in enumerate(outputs):
         kind = declared[i] if i < len(declared) else PyCustomOpDef.undefined

@@ -28,7 +28,7 @@ from onnx_bcast.onnx_defs.schemas import DOMAIN, ELEMENTWISE_CHECK, GUARDED_DOMA
 from onnx_bcast.ops import OP_SPECS
 from onnx_bcast.ops.common import OpSpec, check_numpy_rank, check_rank, zeros_inferred_dims
 from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment
-from onnx_bcast.ops.memory_guard import check_output_size
+from onnx_bcast.ops.memory_guard import check_output_size, environment_text
 from onnx_bcast.ort import bridge
 from onnx_bcast.ort.process_state import record_error, state
 
@@ -97,11 +97,63 @@ def _record(spec_name: str, mode: str, attrs: dict[str, Any], exc: BaseException
     return error_id
 
 
+PLANS_PER_NODE = 256  # input signatures remembered per node (a node called with ever new shapes starts afresh)
+
+
+def _signature(inputs: list[np.ndarray], attrs: dict[str, Any]) -> tuple:
+    """What a broadcast's output structure depends on: the data's shape and type, the shape inputs' values (with
+    their shapes), and the output limit in force (the environment's text is read at each call)."""
+    data = inputs[0]
+    limit = attrs.get("max_output_bytes", -1)
+    return (data.shape, data.dtype, limit if limit >= 0 else environment_text(),
+            *[(x.shape, x.tobytes()) for x in inputs[1:]])
+
+
+def _status(shape: tuple[int, ...]) -> np.ndarray:
+    """The guarded status of an output of ``shape``: its shape as int64 (read-only: shared by the calls of a plan)."""
+    status = np.asarray(shape, dtype=np.int64)
+    status.flags.writeable = False
+    return status
+
+
+GATHER_UP_TO = 4096  # outputs of at most this many elements are gathered through a kept index (one numpy call)
+
+
+def _plan(data: Any, out: Any) -> tuple | None:
+    """How to make ``out`` again from any data of the same signature, where it is a strided view of C-contiguous
+    ``data`` from its first element: (output shape, strides, status, flat index or None). Else None (the kernel runs
+    at each call). A small output is gathered through the index (a contiguous array at once), a larger one is the
+    view (the bridge copies it once)."""
+    if (type(data) is not np.ndarray or type(out) is not np.ndarray or not data.flags.c_contiguous or not data.size
+            or not out.size or out.dtype != data.dtype
+            or out.__array_interface__["data"][0] != data.__array_interface__["data"][0]):
+        return None
+    index = None
+    if out.ndim and out.size <= GATHER_UP_TO:  # (a 0-d index would gather a numpy scalar, not an array)
+        positions = np.arange(data.size, dtype=np.intp).reshape(data.shape)
+        index = np.ascontiguousarray(np.ndarray(out.shape, np.intp, positions, 0,
+                                                tuple(st // data.itemsize * positions.itemsize for st in out.strides)))
+        index.flags.writeable = False
+    return out.shape, out.strides, _status(out.shape), index
+
+
 def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any]) -> Callable[..., Any]:
     shape_only = [i for i, formal in enumerate(spec.inputs) if formal.shape_only]
     several = len(spec.outputs) > 1
+    # a broadcast's output is a view of its data set by the input signature: validated once per signature and node
+    planned = guarded and spec.family == "broadcast" and not several
 
     def kernel(inputs: list[np.ndarray], attrs: dict[str, Any]) -> Any:
+        memo = getattr(attrs, "memo", None) if planned else None  # the bridge's per-node attributes carry it
+        if memo is not None:
+            data = inputs[0]
+            key = _signature(inputs, attrs)
+            plan = memo.get(key)
+            if plan is not None and data.flags.c_contiguous:
+                index = plan[3]
+                if index is not None:
+                    return (data if data.ndim == 1 else data.reshape(-1))[index], plan[2]
+                return np.ndarray(plan[0], data.dtype, data, 0, plan[1]), plan[2]
         try:
             values: Any = inputs
             if shape_only:  # the guarded form passes Shape(input): a zero-copy stand-in of that shape
@@ -121,6 +173,13 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
             if guarded:  # each output's status: a shape its empty stand-in cannot take
                 return (*empties, *[np.array([ERROR_SHAPE_MARK, error_id], dtype=np.int64)] * len(empties))
             return empties if several else empties[0]
+        if memo is not None:
+            plan = _plan(inputs[0], out)
+            if plan is not None:
+                if len(memo) >= PLANS_PER_NODE:
+                    memo.clear()
+                memo[key] = plan
+                return out, plan[2]
         if guarded:  # each output's status: its own shape, which the Reshape after the kernel takes
             outs = out if several else (out,)
             return (*outs, *[np.asarray(np.shape(o), dtype=np.int64) for o in outs])

@@ -8,6 +8,7 @@ from onnx import ModelProto
 
 from onnx_bcast.lowering.engine import lower
 from onnx_bcast.model.files import load_model
+from onnx_bcast.ort.graph_outputs import write_outputs_directly
 from onnx_bcast.ort.rule_set import ort_rule_set
 
 
@@ -20,4 +21,6 @@ def prepare(model: str | os.PathLike | bytes | ModelProto, *, quiet: bool = Fals
     it is only recorded, for a caller that raises it (``InferenceSession``). ``max_output_bytes`` limits every
     broadcast output (default: ``ONNX_BCAST_MAX_OUTPUT_BYTES``, else half of the machine's memory).
     """
-    return lower(load_model(model), ort_rule_set(bool(quiet), max_output_bytes)).model
+    prepared = lower(load_model(model), ort_rule_set(bool(quiet), max_output_bytes)).model
+    write_outputs_directly(prepared)  # a kernel writes a graph output itself (no copy after it)
+    return prepared

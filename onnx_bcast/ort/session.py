@@ -124,7 +124,14 @@ class InferenceSession(ort.InferenceSession):
         run_state = kernels.guarded_run
         run_state.active, run_state.error_id = True, None
         try:
-            return super().run(output_names, input_feed, run_options)
+            outputs = super().run(output_names, input_feed, run_options)
+            if run_state.error_id is not None:  # a kernel failed, yet the run did not: never hand its stand-in back
+                recorded = take_error(run_state.error_id)
+                if recorded is not None:
+                    raise recorded
+            return outputs
+        except BroadcastError:
+            raise
         except Exception as exc:
             recorded = _recorded_error(exc, kernels.guarded_run.error_id)
             if recorded is None:
