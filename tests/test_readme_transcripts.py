@@ -1,11 +1,12 @@
 """The README's command-line transcripts and ``>>>`` examples run as shown (and those of a few docs pages).
 
-Every code block of README.md (and of the pages in ``DOC_TRANSCRIPTS``) is read; a line ``$ COMMAND`` starts a transcript, and the lines under it, up to a blank
-line or the next ``$`` line, are its output. A command may end with a note in parentheses after two or more spaces:
-``(exit status N)`` is the expected exit status (0 otherwise), ``(without OpenVINO; ...)`` runs the command as if
-OpenVINO were not installed (a module ``openvino`` that raises ``ImportError`` first on ``PYTHONPATH``), and
-``(the first K of its M lines)`` and ``(the last K of its M lines)`` compare those K lines and check that there are
-M. ``python`` lines are setup steps: they run and must succeed, with no output expected.
+Every code block of README.md (and of the pages in ``DOC_TRANSCRIPTS``) is read; a line ``$ COMMAND`` starts a
+transcript, and the lines under it, up to a blank line or the next ``$`` line, are its output. A command may end
+with a note in parentheses after two or more spaces: ``(exit status N)`` is the expected exit status (0 otherwise),
+``(without OpenVINO; ...)`` runs the command as if OpenVINO were not installed (a module ``openvino`` that raises
+``ImportError`` first on ``PYTHONPATH``), and ``(the first K of its M lines)`` and ``(the last K of its M lines)``
+compare those K lines and check that there are M. ``python`` lines are setup steps: they run and must succeed, with
+no output expected.
 
 Each block runs in its own temporary directory holding a copy of ``models/``, through a shell whose ``PATH`` starts
 with this interpreter's folder, so that ``onnx-bcast`` and ``python`` are the project's. The command's stdout and
