@@ -82,6 +82,14 @@ def match_interface(model: onnx.ModelProto, interface: Interface) -> list[str]:
         ordered = []
         for port in ports:
             info = by_layer.pop(port.layer, None) or by_layer.pop(port.name, None)
+            if info is None and kind == "input" and port.name not in used:
+                # only its static shape was read (ShapeOf folded away): kept as an input nothing reads, so the
+                # model takes the IR's inputs (ONNX Runtime accepts an unread input)
+                dims = None if port.shape is None else [d if d is not None else f"{port.name}_{i}"
+                                                         for i, d in enumerate(port.shape)]
+                info = helper.make_tensor_value_info(port.name, port.elem, dims)
+                infos.append(info)
+                log.info("IR input %r is not read by the written model (only its shape was): kept unread", port.name)
             if info is None:
                 problems.append(f"the IR's {kind} {port.name!r} is not in the written model")
                 continue
