@@ -23,18 +23,10 @@ pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"not installed: {', '.joi
 
 #: program -> why the IR route does not give Paddle's answer today
 KNOWN_FAILURES = {
-    "floor_divide_float32_axis0_trailing1": "OpenVINO's Paddle frontend writes float elementwise_floordiv as Divide("
-                                            "pdpd, m_pythondiv=true) with no Floor: the IR (and OpenVINO's CPU plugin)"
-                                            " divide exactly where Paddle floors",
-    "pow_int32_exact_large": "integer Power is computed through float32, as OpenVINO's CPU plugin does: 7**9 gives "
-                             "40353608 where Paddle (through double) gives 40353607",
-    "pow_int64_exact_large": "int64 Power is computed through float32 (3**30 gives 205891135602688, Paddle "
-                             "205891132094649; OpenVINO's CPU plugin gives -2147483648)",
-    "expand_int64_shape_tensor": "x feeds only ShapeOf with a static shape: the written model loses input 'x' and "
-                                 "from-ir refuses it ('the IR's input 'x' is not in the written model')",
-    "expand_as_float32": "OpenVINO writes expand_as_v2 as Broadcast(ShapeOf(x)) with x's shape static: the written "
-                         "model loses input 'x', and from-ir refuses it",
-    "expand_as_int32_same_rank": "as expand_as_float32: input 'x' lost, from-ir refuses",
+    "floor_divide_float32_axis0_trailing1": "the IR itself differs from Paddle: OpenVINO's Paddle frontend writes "
+                                            "float elementwise_floordiv as Divide(pdpd, m_pythondiv=true) with no "
+                                            "Floor, an exact division (OpenVINO's CPU plugin computes the same); "
+                                            "from-ir follows the IR",
 }
 
 SLICE = [
