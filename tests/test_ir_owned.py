@@ -257,3 +257,21 @@ def test_an_input_read_only_for_its_static_shape_stays_an_input(tmp_path: Path) 
     feeds = {"x": _f(2, 3), "y": _f(3)}
     session = ort.InferenceSession(written.SerializeToString(), providers=["CPUExecutionProvider"])
     _assert_close(session.run(None, feeds), _openvino(model, feeds))
+
+
+def test_one_tensor_as_two_outputs_converts_in_a_surviving_process(tmp_path: Path) -> None:
+    """onnxifier's eliminate_identity left a graph output no node writes, and onnxoptimizer then killed the process
+    (SIGSEGV): converted in a child process, which must exit 0 with both outputs written and named."""
+    import subprocess
+    import sys
+
+    x = _p("x", [2, 3])
+    relu = ops.relu(x)
+    path = tmp_path / "two_outputs.xml"
+    ov.save_model(ov.Model([relu.output(0), relu.output(0)], [x], "two"), str(path), compress_to_fp16=False)
+    code = ("import sys; from onnx_bcast.onnxifier import ir_to_onnx; m = ir_to_onnx(sys.argv[1]); "
+            "print(','.join(o.name for o in m.graph.output))")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-1000:]
+    names = done.stdout.strip().splitlines()[-1].split(",")
+    assert len(names) == 2 and len(set(names)) == 2, names

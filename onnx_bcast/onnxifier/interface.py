@@ -79,8 +79,11 @@ def match_interface(model: onnx.ModelProto, interface: Interface) -> list[str]:
         info.name for info in (*graph.input, *graph.output, *graph.initializer)}
     for kind, ports, infos in (("input", interface.inputs, graph.input), ("output", interface.outputs, graph.output)):
         by_layer = {_PORT_SUFFIX.sub("", info.name): info for info in infos}
-        ordered = []
+        ordered, names = [], set()
         for port in ports:
+            if port.name in names:  # two IR outputs of one tensor: the second is named after its Result layer
+                port = Port(port.layer, port.layer, port.elem, port.shape)
+            names.add(port.name)
             info = by_layer.pop(port.layer, None) or by_layer.pop(port.name, None)
             if info is None and kind == "input" and port.name not in used:
                 # only its static shape was read (ShapeOf folded away): kept as an input nothing reads, so the

@@ -48,6 +48,9 @@ REQUIRED = {"registry": ("register", "get_type", "__contains__", "__iter__"),
             "BaseNodeConversion": ("replace", "rewrite", "register_post_hook", "__iadd__"),
             "OnnxGraph": ("model", "tensor_info"), "passes": (TRIVIAL, *PASS_OF_OP.values())}
 
+#: onnxifier's default passes that are left out: half_to_float makes float16 models float32; eliminate_identity, where
+#: one tensor feeds two IR outputs, leaves a graph output no node writes (onnxoptimizer then dies of SIGSEGV)
+LOSSY_PASSES = ("half_to_float", "eliminate_identity")
 _LOGGER = "O2O"  # onnxifier's logger: its pass-by-pass DEBUG lines only with ours at DEBUG (-vv)
 _LOCK = threading.Lock()  # the registry is global: one conversion at a time
 
@@ -246,6 +249,6 @@ def read_ir(path: str, *, optimize: bool, exclude: Sequence[str] = (), domains: 
     model = openvino_xml_to_onnx_graph(path)
     used = {node.domain for node in model.graph.node}
     model.opset_import.extend(helper.make_opsetid(domain, 1) for domain in domains if domain in used)
-    if optimize:  # its default passes but half_to_float, which makes float16 models float32
-        return onnxifier.convert(model, exclude=["half_to_float", *exclude], print_passes=False)
+    if optimize:  # its default passes but two that lose what the IR says
+        return onnxifier.convert(model, exclude=[*LOSSY_PASSES, *exclude], print_passes=False)
     return model
