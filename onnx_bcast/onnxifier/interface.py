@@ -18,6 +18,7 @@ log = logging.getLogger(__name__)
 
 #: onnxifier's names for a graph output: the Result layer's name, after its passes with a port suffix
 _PORT_SUFFIX = re.compile(r"/sink_port_\d+$")
+_LAYER = {"input": "Parameter-1", "output": "Result-1"}  # how a refusal names the IR op behind an input or output
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,8 @@ def match_interface(model: onnx.ModelProto, interface: Interface) -> list[str]:
                 infos.append(info)
                 log.info("IR input %r is not read by the written model (only its shape was): kept unread", port.name)
             if info is None:
-                problems.append(f"the IR's {kind} {port.name!r} is not in the written model")
+                problems.append(f"{_LAYER[kind]} {port.layer!r}: the IR's {kind} {port.name!r} is not in the written "
+                                "model (onnxifier drops an output it computes as a constant)")
                 continue
             if info.name != port.name:
                 if port.name in used:  # a tensor already holds the name: it moves aside
@@ -118,7 +120,9 @@ def _copy(info: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
 def _check(kind: str, port: Port, info: onnx.ValueInfoProto, problems: list[str]) -> None:
     tensor = info.type.tensor_type
     if tensor.elem_type != port.elem:
-        problems.append(f"{kind} {port.name!r}: element type {onnx.TensorProto.DataType.Name(tensor.elem_type)}, the "
+        problems.append(f"{_LAYER[kind]} {port.layer!r}: {kind} {port.name!r} is written as "
+                        f"{onnx.TensorProto.DataType.Name(tensor.elem_type)}, the "
                         f"IR's is {onnx.TensorProto.DataType.Name(port.elem)}")
     if port.shape is not None and tensor.HasField("shape") and len(tensor.shape.dim) != len(port.shape):
-        problems.append(f"{kind} {port.name!r}: rank {len(tensor.shape.dim)}, the IR's is {len(port.shape)}")
+        problems.append(f"{_LAYER[kind]} {port.layer!r}: {kind} {port.name!r} has rank {len(tensor.shape.dim)}, the "
+                        f"IR's is {len(port.shape)}")

@@ -13,6 +13,7 @@ each conversion.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -239,6 +240,29 @@ def installed(options: dict[str, Any], lower: Callable[[onnx.ModelProto], onnx.M
                 OP_CONVERT.register(name)(kind)
             _Ours.options = {}
             onnxifier_log.setLevel(level)
+
+
+def unreadable(path: str) -> list[str]:
+    """The IR's layers onnxifier's reader cannot read, one line each (it fails on them with a bare KeyError or
+    ModuleNotFoundError): element types it has no name for (float8, 4-bit, strings), bfloat16 constants without
+    torch, which it reads them with. Only the .xml is read."""
+    from xml.etree import ElementTree
+
+    from onnxifier.domain.intel.openvino.ir.mapping import ETYPE2DTYPE, PREC2DTYPE
+
+    torch = importlib.util.find_spec("torch") is not None
+    lines = []
+    for layer in ElementTree.parse(path).getroot().iterfind("layers/layer"):
+        label = f"{layer.get('type')}-{(layer.get('version') or '?').removeprefix('opset')} {layer.get('name')!r}"
+        data = layer.find("data")
+        element_type = data.get("element_type") if data is not None else None
+        bad = {port.get("precision") for port in layer.iter("port")} - {None, *PREC2DTYPE}
+        bad |= {element_type} - {None, *ETYPE2DTYPE}
+        if bad:
+            lines.append(f"{label}: element type {', '.join(sorted(bad))}, which onnxifier's IR reader cannot read")
+        elif layer.get("type") == "Const" and element_type == "bf16" and not torch:
+            lines.append(f"{label}: a bfloat16 constant: onnxifier reads those with torch, which is not installed")
+    return lines
 
 
 def read_ir(path: str, *, optimize: bool, exclude: Sequence[str] = (), domains: Sequence[str] = ()) -> onnx.ModelProto:

@@ -19,9 +19,9 @@ def avg_pool(node: IrNode) -> list[NodeProto]:
     rounding = node.attr("rounding_type", "floor").lower()
     if auto_pad is None or rounding not in ("floor", "ceil", "ceil_torch") or not kernel:
         raise node.refuse(f"auto_pad {node.attr('auto_pad')!r} / rounding_type {rounding!r} are not expressed")
-    if rounding == "ceil" and any(begin) and auto_pad == "NOTSET":
-        raise node.refuse("ceil rounding with padding: OpenVINO's last window may start in the padding, ONNX "
-                          "Runtime's may not")
+    if rounding == "ceil" and (any(begin) or any(end)) and auto_pad == "NOTSET":
+        raise node.refuse("ceil rounding with padding: OpenVINO's last window may start in the padding, ONNX's "
+                          "may not (the output shapes differ)")
     attrs: dict[str, object] = {"kernel_shape": kernel, "strides": strides or [1] * len(kernel),
                                 "count_include_pad": int(not node.flag("exclude-pad")),
                                 "ceil_mode": int(rounding != "floor"), "auto_pad": auto_pad}
