@@ -128,3 +128,11 @@ def runtime_versions(path: Sequence[str] | None = None) -> list[str]:
         runtime += " with " + ", ".join(map(str, plugins))
     return [module_build("onnx", providers["onnx"], path), runtime,
             *(version_of(name, path) for name in ("onnxruntime-extensions", "numpy", "openvino"))]
+
+
+def plugin_modules(path: Sequence[str] | None = None) -> list[str]:
+    """The modules of the installed plugin-EP wheels (``onnxruntime_ep_*``), sorted."""
+    found: set[str] = set()
+    for dist in _distributions(path):
+        found.update(m for m in _writes(dist, ()) if m.startswith(PLUGIN_MODULE))
+    return sorted(found)
