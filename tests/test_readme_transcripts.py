@@ -14,7 +14,8 @@ stderr are compared together, after normalising what varies between runs and mac
 - a line is what a terminal shows of it: the text after its last ``\\r`` (the progress counter rewrites its line);
 - timings (a number followed by ``s``, ``ms`` or ``µs``) become ``<time>``;
 - version numbers (``1.23.2``, ``2026.4.1``: at least two dots) become ``<version>``, and without OpenVINO installed
-  the ``, openvino <version>`` of ``--version`` is dropped from the expected line;
+  the ``, openvino <version>`` of ``--version`` is dropped from the expected line; the builds ``--version`` names
+  (``onnx-weekly``, ``onnxruntime-gpu`` with plugin EP wheels...) are named as the stock ones;
 - the temporary directory's path becomes ``.``.
 
 A transcript that runs OpenVINO (``--runtime openvino``) is skipped where OpenVINO is not installed; the one that
@@ -99,6 +100,11 @@ def transcripts(block: list[tuple[int, str]]) -> list[Transcript]:
 BLOCKS = [ts for ts in (transcripts(block) for block in code_blocks(README.read_text(encoding="utf-8"))) if ts]
 
 
+# --version names the build installed: onnx-weekly, onnxruntime-gpu..., with its plugin EP wheels
+_BUILD_NAME = re.compile(r"\b(onnx|onnxruntime)-(?:weekly|gpu|openvino|directml) <version>")
+_PLUGINS = re.compile(r" with onnxruntime-ep-\S+ <version>(?:, onnxruntime-ep-\S+ <version>)*")
+
+
 def normalise(text: str, tmp: Path) -> list[str]:
     lines = []
     text = text.replace(str(tmp) + os.sep, "").replace(str(tmp), ".")
@@ -106,6 +112,7 @@ def normalise(text: str, tmp: Path) -> list[str]:
         line = line.rsplit("\r", 1)[-1]
         line = re.sub(r"\b\d+(?:\.\d+)? (?:s|ms|µs)\b", "<time>", line)
         line = re.sub(r"\b\d+\.\d+\.\d+[\w.+-]*", "<version>", line)
+        line = _BUILD_NAME.sub(r"\1 <version>", _PLUGINS.sub("", line))
         lines.append(line.rstrip())
     return lines
 
