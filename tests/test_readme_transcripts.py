@@ -15,7 +15,8 @@ stderr are compared together, after normalising what varies between runs and mac
 - a line is what a terminal shows of it: the text after its last ``\\r`` (the progress counter rewrites its line);
 - timings (a number followed by ``s``, ``ms`` or ``µs``) become ``<time>``;
 - version numbers (``1.23.2``, ``2026.4.1``: at least two dots) become ``<version>``, and without OpenVINO installed
-  the ``, openvino <version>`` of ``--version`` is dropped from the expected line;
+  the ``, openvino <version>`` of ``--version`` is dropped from the expected line; the builds ``--version`` names
+  (``onnx-weekly``, ``onnxruntime-gpu`` with plugin EP wheels...) are named as the stock ones;
 - the temporary directory's path becomes ``.``.
 
 A transcript that runs OpenVINO (``--runtime openvino``, ``import openvino``, ``from-ir``) is skipped where OpenVINO
@@ -121,6 +122,11 @@ DOC_TRANSCRIPTS = [ROOT / "docs" / "legacy-onnx.md", ROOT / "docs" / "big-models
 ALL_BLOCKS = [(path, ts) for path in [README, *DOC_TRANSCRIPTS] for ts in file_blocks(path)]
 
 
+# --version names the build installed: onnx-weekly, onnxruntime-gpu..., with its plugin EP wheels
+_BUILD_NAME = re.compile(r"\b(onnx|onnxruntime)-(?:weekly|gpu|openvino|directml) <version>")
+_PLUGINS = re.compile(r" with onnxruntime-ep-\S+ <version>(?:, onnxruntime-ep-\S+ <version>)*")
+
+
 def normalise(text: str, tmp: Path) -> list[str]:
     lines = []
     text = text.replace(str(tmp) + os.sep, "").replace(str(tmp), ".")
@@ -128,6 +134,7 @@ def normalise(text: str, tmp: Path) -> list[str]:
         line = line.rsplit("\r", 1)[-1]
         line = re.sub(r"\b\d+(?:\.\d+)? (?:s|ms|µs)\b", "<time>", line)
         line = re.sub(r"\b\d+\.\d+\.\d+[\w.+-]*", "<version>", line)
+        line = _BUILD_NAME.sub(r"\1 <version>", _PLUGINS.sub("", line))
         lines.append(line.rstrip())
     return lines
 
