@@ -41,6 +41,7 @@ PASS_OF_OP = {"Broadcast": "broadcast", "Divide": "divide", "FloorMod": "floor_m
               # owned translations of ops onnxifier has a pass for (onnx_bcast/onnxifier/owned; docs/ir-route.md)
               "MVN": "mvn", "Gather": "gather", "Gelu": "gelu", "Selu": "selu", "Convert": "convert",
               "AvgPool": "avg_pool", "TopK": "topk", "ScatterNDUpdate": "scatter_nd_update", "Swish": "swish",
+              "Squeeze": "squeeze", "Unsqueeze": "unsqueeze", "Reshape": "reshape",
               **{f"Reduce{kind}": f"reduce_{kind.lower()}" for kind in ("L1", "L2", "Max", "Mean", "Min", "Prod",
                                                                          "Sum")}}
 TRIVIAL = "z__trivial"

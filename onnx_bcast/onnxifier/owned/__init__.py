@@ -15,14 +15,15 @@ from onnx_bcast.onnxifier.owned import (
                                          recurrent,
                                          reduction,
                                          selection,
+    shaping,
 )
 from onnx_bcast.onnxifier.owned.node import IrNode, Unsupported
 
 Translation = Callable[[IrNode], list[NodeProto]]
 
-TRANSLATIONS: dict[str, Translation] = {**elementary.TRANSLATIONS, **indexing.TRANSLATIONS,
-                                        **normalization.TRANSLATIONS, **recurrent.TRANSLATIONS,
-                                        **reduction.TRANSLATIONS, **pooling.TRANSLATIONS, **selection.TRANSLATIONS,
-                                        **control_flow.TRANSLATIONS}
+TRANSLATIONS: dict[str, Translation] = {
+    **elementary.TRANSLATIONS, **indexing.TRANSLATIONS, **normalization.TRANSLATIONS, **recurrent.TRANSLATIONS,
+    **reduction.TRANSLATIONS, **pooling.TRANSLATIONS, **selection.TRANSLATIONS, **shaping.TRANSLATIONS,
+    **control_flow.TRANSLATIONS}
 
 __all__ = ["TRANSLATIONS", "IrNode", "Translation", "Unsupported"]

@@ -29,3 +29,4 @@ def reduce(node: IrNode) -> list[NodeProto]:
 
 
 TRANSLATIONS = dict.fromkeys((*_SAME, *_LOGICAL), reduce)
+
