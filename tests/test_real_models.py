@@ -58,7 +58,10 @@ def _cases() -> list:
     cases = []
     for entry in real_models.CORPUS:
         for aspect in ASPECTS:
-            marks = [pytest.mark.slow] if entry.name in SLOW else []
+            # the aspects of one model read one conversion (_report): one pytest-xdist worker runs them all
+            marks = [pytest.mark.xdist_group(f"real_model_{entry.name}")]
+            if entry.name in SLOW:
+                marks.append(pytest.mark.slow)
             cause = KNOWN.get((entry.name, aspect))
             if cause:
                 marks.append(pytest.mark.xfail(strict=True, reason=cause))
