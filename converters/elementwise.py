@@ -31,6 +31,7 @@ from onnx_bcast.ops.elementwise import (
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
 
 _FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+_TRAPPING_DIVISION = (TensorProto.INT32, TensorProto.INT64)  # ONNX Runtime's Div kernels that trap on MIN / -1
 
 
 class ElementwiseRule:
@@ -78,10 +79,14 @@ class ElementwiseRule:
     def emit_standard(self, emit: Emitter, bound: Bound, b: str, form: str) -> None:
         """The standard op on A and ``b``, B already aligned for numpy broadcasting."""
         attrs = {"fmod": int(bound.attrs["fmod"])} if self.op == "Mod" else {}
+        wrapped = self.op == "Div" and form == "direct" and bound.types[0] in _TRAPPING_DIVISION \
+            and not bound.division_proven_safe
         if floors(self.op, bound.attrs, bound.types[0]):
-            _floor_div(emit, bound.inputs[0], b, bound.output, form, bound.types[0])
-            return
-        emit.elementwise(self.op, bound.inputs[0], b, bound.output, form, bound.types[0], **attrs)
+            _floor_div(emit, bound.inputs[0], b, bound.output, form, bound.types[0], wrapped)
+        elif wrapped:
+            _wrapped_div(emit, bound.inputs[0], b, bound.output, bound.types[0])
+        else:
+            emit.elementwise(self.op, bound.inputs[0], b, bound.output, form, bound.types[0], **attrs)
 
     def align_pdpd(self, emit: Emitter, bound: Bound) -> str:
         """B squeezed past A's end and unsqueezed to A's rank (ranks known: ``check`` said so)."""
@@ -100,11 +105,20 @@ class ElementwiseRule:
         return b
 
 
-def _floor_div(emit: Emitter, a: str, b: str, output: str, form: str, elem: int) -> None:
-    """``q - (q * b != a and (a < 0) != (b < 0))`` with ``q = Div(a, b)`` (truncated): the floor quotient of signed
-    integers (``q * b`` is in range, and the minimum divided by -1 wraps as in the kernel). ``x < x - x`` is
-    ``x < 0`` in x's own shape, with no constant of the type."""
-    q = emit.elementwise("Div", a, b, None, form, elem)
+def _wrapped_div(emit: Emitter, a: str, b: str, output: str | None, elem: int) -> str:
+    """``Where(b == -1, -a, Div(a, Where(b == -1, 1, b)))``: ONNX Runtime's int32/int64 ``Div`` dies of SIGFPE on
+    the minimum divided by -1 (the x86 division traps); dividing by 1 there and negating instead gives the
+    minimum, wrapped, as the kernel does (docs/ops.md). Scalar constants of the type, so no rank changes."""
+    minus_one = emit.standard("Equal", [b, emit.scalar(-1, elem)])
+    quotient = emit.standard("Div", [a, emit.standard("Where", [minus_one, emit.scalar(1, elem), b])])
+    return emit.standard("Where", [minus_one, emit.standard("Neg", [a]), quotient], output)
+
+
+def _floor_div(emit: Emitter, a: str, b: str, output: str, form: str, elem: int, wrapped: bool) -> None:
+    """``q - (q * b != a and (a < 0) != (b < 0))`` with ``q = Div(a, b)`` (truncated; ``wrapped``: by
+    ``_wrapped_div``): the floor quotient of signed integers (``q * b`` is in range, and the minimum divided by -1
+    wraps as in the kernel). ``x < x - x`` is ``x < 0`` in x's own shape, with no constant of the type."""
+    q = _wrapped_div(emit, a, b, None, elem) if wrapped else emit.elementwise("Div", a, b, None, form, elem)
     product = emit.elementwise("Mul", q, b, None, emit.elementwise_form("Mul", elem), elem)
     exact = emit.elementwise("Equal", product, a, None, emit.elementwise_form("Equal", elem), elem)
     signs = [emit.elementwise("Less", x, emit.elementwise("Sub", x, x, None, emit.elementwise_form("Sub", elem),

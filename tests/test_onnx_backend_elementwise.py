@@ -20,24 +20,22 @@ modules' ``export*`` functions, as ``collect_testcases`` does.
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 import pickle
 import signal
 import subprocess
 import sys
 import tempfile
-import warnings
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import onnx
-import onnx.backend.test.case.node as node_cases
 import pytest
 from onnx import helper
 
 import onnx_bcast
+from tests.onnx_node_export import export_cases
 from tests.onnx_util import missing_standard_kernels
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,41 +51,6 @@ OPS = tuple(CASE_MODULES)
 RUNNERS = ("kernel", "session", "converted")
 
 
-def _export_cases(module: str) -> list:
-    """The TestCases one case module exports, whatever ``collect_testcases`` calls ran before.
-
-    A module imported for the first time exports while its classes are defined (into onnx's own list, where a later
-    ``collect_testcases(None)`` expects them). A module imported earlier, maybe while another op filter was set (as
-    ``collect_testcases("Expand")`` does), has its ``export*`` functions run again into a private list, seeded as
-    onnx's ``_Exporter`` seeds them, so the data are the same.
-    """
-    full = f"{node_cases.__name__}.{module}"
-    saved_target, saved_rng = node_cases._TargetOpType, np.random.get_state()
-    node_cases._TargetOpType = None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # some case modules warn about overflows while exporting
-            if full not in sys.modules:
-                start = len(node_cases._NodeTestCases)
-                importlib.import_module(full)
-                return list(node_cases._NodeTestCases[start:])
-            saved = node_cases._NodeTestCases, node_cases._existing_names
-            node_cases._NodeTestCases, node_cases._existing_names = [], {}
-            try:
-                for cls in vars(sys.modules[full]).values():
-                    if isinstance(cls, type) and cls.__module__ == full:
-                        for attr in vars(cls):
-                            if attr.startswith("export"):
-                                np.random.seed(0)
-                                getattr(cls, attr)()
-                return list(node_cases._NodeTestCases)
-            finally:
-                node_cases._NodeTestCases, node_cases._existing_names = saved
-    finally:
-        node_cases._TargetOpType = saved_target
-        np.random.set_state(saved_rng)
-
-
 def _single_node(case) -> onnx.NodeProto | None:
     nodes = case.model.graph.node if case.model is not None else ()
     if len(nodes) == 1 and nodes[0].domain == "" and nodes[0].op_type in CASE_MODULES:
@@ -100,7 +63,7 @@ def _collect() -> tuple[list, dict[str, Counter]]:
     kept, counts = [], {}
     for op, module in CASE_MODULES.items():
         counts[op] = Counter()
-        for case in _export_cases(module):
+        for case in export_cases(module):
             node = _single_node(case)
             if node is None:
                 counts[op]["multi-node"] += 1
@@ -345,7 +308,7 @@ def test_collected_cases_per_op() -> None:
 
 def test_collection_is_independent_of_earlier_collect_testcases() -> None:
     """Exporting a module again (as after ``collect_testcases("Expand")``) gives the same cases and data."""
-    again = {c.name: c for c in _export_cases("mod")}
+    again = {c.name: c for c in export_cases("mod")}
     ours = [c for c in CASES if op_of(c) == "Mod"]
     assert [c.name for c in ours] == [n for n, c in again.items() if _single_node(c) is not None]
     for case in ours:

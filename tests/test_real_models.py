@@ -27,12 +27,7 @@ ASPECTS = ("plain_ort", "keep_ops_numpy", "keep_ops_native", "names_dtypes", "op
 
 # What fails today, with its measured cause (bench/real_models.py check, onnxifier 2.0.3, openvino 2026.4.1,
 # onnxruntime 1.32.0). Remove a mark when its cause is fixed (strict: an xpass fails).
-_IF = ("If-8: onnxifier's IR reader drops If bodies; from-ir refuses the model, naming the If (onnx.checker refuses "
-       "the If it would write)")
-KNOWN: dict[tuple[str, str], str] = {
-    (model, aspect): _IF for model in ("silero_vad", "silero_vad_op15", "silero_vad_half")
-    for aspect in ("plain_ort", "keep_ops_numpy", "keep_ops_native", "names_dtypes", "openvino_reads_written",
-                   "cli_verify")}
+KNOWN: dict[tuple[str, str], str] = {}  # the silero VAD IRs (If-8) convert since owned/control_flow.py
 
 SLOW = {"nudenet", "ddddocr_det", "ppocr_rec"}  # a test of theirs took over 20 s here (39, 26, 20 s)
 

@@ -34,6 +34,9 @@ class Bound(Declared):
     computed: list = field(default_factory=list)
     fact_names: list[str] = field(default_factory=list)
     derived_dims: list = field(default_factory=list)  # per input: dims with symbols of the values they come from
+    # a signed Div that cannot meet the type's minimum divided by -1 (a constant divisor without -1, or a constant
+    # dividend without the minimum): ``Div`` needs no wrapped form
+    division_proven_safe: bool = False
 
     def static_shape(self, i: int) -> tuple[int, ...] | None:
         """Input ``i``'s shape when every dim is known."""
@@ -78,7 +81,7 @@ def bind(declared: Declared, facts: StaticFacts, in_function: bool = False) -> B
     if signature is not None:
         shared = facts.bound_by_signature.get(signature)
         if shared is not None:  # a node with equal attributes, constants and input types was bound: its facts
-            return _bound(declared, *shared, in_function)
+            return _with_division_facts(_bound(declared, *shared, in_function), facts)
     reads = declared.spec.value_inputs  # only shape-like inputs' values matter: data values are never read
     if in_function:
         values = [facts.values.get(n) if n and r else None for n, r in zip(names, reads, strict=True)]
@@ -91,7 +94,23 @@ def bind(declared: Declared, facts: StaticFacts, in_function: bool = False) -> B
     out_shape = _static_output(declared, shapes, values, inferred)
     if signature is not None:
         facts.bound_by_signature[signature] = (shapes, types, values, out_shape)
-    return _bound(declared, shapes, types, values, out_shape, in_function)
+    return _with_division_facts(_bound(declared, shapes, types, values, out_shape, in_function), facts)
+
+
+_TRAPPING_DIVISIONS = {TensorProto.INT32: np.iinfo(np.int32).min, TensorProto.INT64: np.iinfo(np.int64).min}
+
+
+def _with_division_facts(bound: Bound, facts: StaticFacts) -> Bound:
+    """``bound`` with ``division_proven_safe`` set for a signed int32/int64 ``Div`` whose constant divisor holds no
+    -1 or whose constant dividend holds no minimum (the constants' data is not in the signature: the flag is in
+    the replay key). Only constants prove it: a function body's values are typed per call site."""
+    minimum = _TRAPPING_DIVISIONS.get(bound.types[0]) if bound.op == "Div" else None
+    if minimum is None or bound.in_function:
+        return bound
+    dividend, divisor = (facts.values.get(name) for name in bound.inputs[:2])
+    bound.division_proven_safe = bool((divisor is not None and not np.any(divisor == -1))
+                                      or (dividend is not None and not np.any(dividend == minimum)))
+    return bound
 
 
 def _bound(declared: Declared, shapes: list[Dims | None], types: list[int | None], values: list[np.ndarray | None],

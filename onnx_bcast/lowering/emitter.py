@@ -107,6 +107,13 @@ class Emitter(CheckForms, ShapeForms):
                                     doc_string=self.doc, value=tensor))
         return name
 
+    def scalar(self, value: int, elem: int) -> str:
+        """A 0-D integer constant of type ``elem`` (int32 or int64), as a ``Constant`` node: a scalar changes no
+        operand's rank, and a replay writes it as it writes any node."""
+        fmt = {TensorProto.INT32: "<i", TensorProto.INT64: "<q"}[elem]
+        tensor = TensorProto(data_type=elem, raw_data=struct.pack(fmt, value))
+        return self._node("Constant", [], None, value=tensor)
+
     def prune(self, outputs: Sequence[str]) -> None:
         """Only the nodes that ``outputs`` (and the values Expand elision rewired to) need are kept, e.g. not the
         checks that a guard proved statically; then ``prune_initializers``."""

@@ -59,21 +59,33 @@ def ir_to_onnx(xml: str | os.PathLike, *, keep_ops: bool = False, guards: bool =
     if pythondiv not in PYTHONDIV:
         raise ValueError(f"pythondiv must be one of {', '.join(PYTHONDIV)}, got {pythondiv!r}")
     internals = _internals()
-    from onnx_bcast.onnxifier.interface import match_interface, read_interface
+    import openvino as ov
+
+    from onnx_bcast.model.walk import all_graphs
+    from onnx_bcast.onnxifier.interface import interface_of, match_interface
+    from onnx_bcast.onnxifier.owned import control_flow
     from onnx_bcast.onnxifier.validate import IRNotConvertible, validate
 
     def lower(model: onnx.ModelProto) -> onnx.ModelProto:
         return model if keep_ops else convert(model, opset=opset, guards=guards)
 
+    def body_to_onnx(body: Path) -> onnx.ModelProto:  # an If's body, saved as its own IR
+        return ir_to_onnx(body, keep_ops=keep_ops, guards=guards, pythondiv=pythondiv, opset=opset, optimize=optimize)
+
+    ov_model = ov.Core().read_model(str(path))  # its weights are mapped, not read
+    branches = control_flow.prepare(ov_model, body_to_onnx)
     try:
-        with internals.installed({"pythondiv": pythondiv}, lower):
-            model = internals.read_ir(str(path), optimize=optimize and not keep_ops)
+        domains = [control_flow.PLACEHOLDER]  # onnxifier's passes see If as our placeholder node
+        with internals.installed({"pythondiv": pythondiv, control_flow.BRANCHES: branches, "domains": domains}, lower):
+            model = internals.read_ir(str(path), optimize=optimize and not keep_ops,
+                                      exclude=control_flow.UNSAFE_PASSES if branches else (), domains=domains)
     except internals.NotExpressible as err:
         raise IRNotConvertible(path, err.lines) from None
-    if any(node.domain == DOMAIN for node in model.graph.node) and not any(
+    control_flow.finish(model, branches)
+    if any(node.domain == DOMAIN for graph in all_graphs(model) for node in graph.node) and not any(
             o.domain == DOMAIN for o in model.opset_import):
         model.opset_import.append(onnx.helper.make_opsetid(DOMAIN, 1))  # onnxifier's frontend deleted it
-    problems = match_interface(model, read_interface(path))
+    problems = match_interface(model, interface_of(ov_model))
     problems = problems or validate(model, path, keep_ops=keep_ops)
     if problems:
         raise IRNotConvertible(path, problems)

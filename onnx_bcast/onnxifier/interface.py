@@ -12,6 +12,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from onnx_bcast.model.walk import subgraphs
+
 log = logging.getLogger(__name__)
 
 #: onnxifier's names for a graph output: the Result layer's name, after its passes with a port suffix
@@ -47,19 +49,25 @@ def read_interface(xml: str | Path) -> Interface:
     """The IR's Parameters and Results, in OpenVINO's order (its weights are mapped, not read)."""
     import openvino as ov
 
-    model = ov.Core().read_model(str(xml))
+    return interface_of(ov.Core().read_model(str(xml)))
+
+
+def interface_of(model: object) -> Interface:
+    """An ``openvino.Model``'s Parameters and Results, in its order."""
     inputs = tuple(_port(p.output(0), p.get_friendly_name()) for p in model.get_parameters())
     outputs = tuple(_port(r.output(0), r.get_friendly_name()) for r in model.get_results())
     return Interface(inputs, outputs)
 
 
 def _rename(graph: onnx.GraphProto, old: str, new: str) -> None:
-    for node in graph.node:
-        node.input[:] = [new if name == old else name for name in node.input]
-        node.output[:] = [new if name == old else name for name in node.output]
-    for info in (*graph.input, *graph.output, *graph.value_info, *graph.initializer):
-        if info.name == old:
-            info.name = new
+    """``old`` is ``new`` everywhere, in subgraphs too (an If's branches read names of the graph around them)."""
+    for g in (graph, *subgraphs(graph)):
+        for node in g.node:
+            node.input[:] = [new if name == old else name for name in node.input]
+            node.output[:] = [new if name == old else name for name in node.output]
+        for info in (*g.input, *g.output, *g.value_info, *g.initializer):
+            if info.name == old:
+                info.name = new
 
 
 def match_interface(model: onnx.ModelProto, interface: Interface) -> list[str]:
@@ -67,7 +75,7 @@ def match_interface(model: onnx.ModelProto, interface: Interface) -> list[str]:
     rank or count), as lines for from-ir's refusal."""
     graph = model.graph
     problems: list[str] = []
-    used = {name for node in graph.node for name in (*node.input, *node.output)} | {
+    used = {name for g in (graph, *subgraphs(graph)) for node in g.node for name in (*node.input, *node.output)} | {
         info.name for info in (*graph.input, *graph.output, *graph.initializer)}
     for kind, ports, infos in (("input", interface.inputs, graph.input), ("output", interface.outputs, graph.output)):
         by_layer = {_PORT_SUFFIX.sub("", info.name): info for info in infos}

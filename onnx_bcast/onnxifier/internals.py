@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import onnx
@@ -38,7 +38,7 @@ PASS_OF_OP = {"Broadcast": "broadcast", "Divide": "divide", "FloorMod": "floor_m
               "Subtract": "subtract", "Power": "power", "Maximum": "maximum", "Minimum": "minimum",
               "GreaterEqual": "greater_equal", "LessEqual": "less_equal",
               # owned translations of ops onnxifier has a pass for (onnx_bcast/onnxifier/owned; docs/ir-route.md)
-              "MVN": "mvn", "Gather": "gather", "Gelu": "gelu", "Selu": "selu"}
+              "MVN": "mvn", "Gather": "gather", "Gelu": "gelu", "Selu": "selu", "Convert": "convert"}
 TRIVIAL = "z__trivial"
 #: What this module needs of onnxifier (the test checks each): names, and methods of its classes.
 REQUIRED = {"registry": ("register", "get_type", "__contains__", "__iter__"),
@@ -66,7 +66,8 @@ def _elem_type(graph: Any) -> Callable[[str], int]:
     return lookup
 
 
-def _ir_node(graph: Any, rewriter: Any, node: onnx.NodeProto, attrs: dict[str, str], version: str) -> IrNode:
+def _ir_node(graph: Any, rewriter: Any, node: onnx.NodeProto, attrs: dict[str, str], version: str,
+             options: dict[str, Any]) -> IrNode:
     def shape(name: str) -> list[int | str] | None:
         try:
             return list(graph.tensor_shape(name))
@@ -80,7 +81,7 @@ def _ir_node(graph: Any, rewriter: Any, node: onnx.NodeProto, attrs: dict[str, s
             return None
 
     return IrNode(node.name, node.op_type, version, list(node.input), list(node.output), attrs, const, shape,
-                  _elem_type(graph))
+                  _elem_type(graph), options)
 
 
 def our_nodes(graph: Any, node: onnx.NodeProto, options: dict[str, Any], rewriter: Any = None
@@ -98,7 +99,7 @@ def our_nodes(graph: Any, node: onnx.NodeProto, options: dict[str, Any], rewrite
     if translation is None:
         return None
     try:
-        return translation(_ir_node(graph, rewriter, node, attrs, version))
+        return translation(_ir_node(graph, rewriter, node, attrs, version, options))
     except Unsupported as err:
         options.setdefault("refused", []).append(str(err))
         return [node]
@@ -169,8 +170,13 @@ def _trivial_pass(original: type, lower: Callable[[onnx.ModelProto], onnx.ModelP
             if refused:
                 raise NotExpressible(refused)
             model = graph.model
-            if not any(node.domain == DOMAIN for node in model.graph.node):
+            used = {node.domain for node in model.graph.node}
+            placed = [domain for domain in self.options.get("domains", ()) if domain in used]
+            if DOMAIN not in used and not placed:
                 return graph
+            model.opset_import.extend(helper.make_opsetid(domain, 1) for domain in placed)
+            if DOMAIN not in used:
+                return OnnxGraph(model)
             model.opset_import.append(helper.make_opsetid(DOMAIN, 1))
             return OnnxGraph(lower(model))
     return Trivial
@@ -202,8 +208,14 @@ def installed(options: dict[str, Any], lower: Callable[[onnx.ModelProto], onnx.M
             onnxifier_log.setLevel(level)
 
 
-def read_ir(path: str, *, optimize: bool) -> onnx.ModelProto:
-    """onnxifier's frontend on an IR ``.xml``, then (``optimize``) its default passes, as ``onnxifier.convert``."""
+def read_ir(path: str, *, optimize: bool, exclude: Sequence[str] = (), domains: Sequence[str] = ()) -> onnx.ModelProto:
+    """onnxifier's frontend on an IR ``.xml``, then (``optimize``) its default passes but those in ``exclude``, as
+    ``onnxifier.convert``. ``domains`` (the option of ``installed`` too): imported (version 1) where nodes use them,
+    after our passes and again before the default passes (the frontend deletes every import outside standard ONNX at
+    its end, and ONNX's shape inference in onnxifier's passes fails on a node of a domain not imported)."""
+    model = openvino_xml_to_onnx_graph(path)
+    used = {node.domain for node in model.graph.node}
+    model.opset_import.extend(helper.make_opsetid(domain, 1) for domain in domains if domain in used)
     if optimize:  # its default passes but half_to_float, which makes float16 models float32
-        return onnxifier.convert(path, exclude=["half_to_float"], print_passes=False)
-    return openvino_xml_to_onnx_graph(path)
+        return onnxifier.convert(model, exclude=["half_to_float", *exclude], print_passes=False)
+    return model

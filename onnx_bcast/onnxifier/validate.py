@@ -10,6 +10,7 @@ from xml.etree import ElementTree
 
 import onnx
 
+from onnx_bcast.model.walk import all_graphs
 from onnx_bcast.onnxifier.mapping import DOMAIN
 
 log = logging.getLogger(__name__)
@@ -47,13 +48,14 @@ def validate(model: onnx.ModelProto, xml: str | Path, *, keep_ops: bool) -> list
     """Lines naming what makes ``model`` unfit (empty when it passes every check)."""
     layers = ir_layers(xml)
     lines = [f"{_ir_op(node.name, layers)}: written as {node.domain or 'ai.onnx'}.{node.op_type}, which is not ONNX"
-             for node in model.graph.node if node.domain not in _STANDARD or (
+             for graph in all_graphs(model) for node in graph.node if node.domain not in _STANDARD or (
                  not node.domain and not onnx.defs.has(node.op_type))]
     if lines:
         return lines
     try:
         onnx.checker.check_model(model, full_check=True)
-    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError, ValueError) as err:  # ValueError:
+        # the checker's own, e.g. "Invalid tensor data type 0." for a Cast to nothing
         return [_named(str(err), layers, "onnx.checker")]
     try:
         import onnxruntime  # noqa: F401

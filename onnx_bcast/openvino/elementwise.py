@@ -97,6 +97,27 @@ def _floored(q: Output, a: Output, b: Output, attributes: dict[str, Any]) -> Out
     return ops.subtract(q, ops.convert(adjust, q.get_element_type())).output(0)
 
 
+def _may_be_minus_one(b: Output) -> bool:
+    """Whether the divisor ``b`` may hold -1: anything but a constant without it."""
+    node = b.get_node()
+    return node.get_type_name() != "Constant" or bool(np.any(node.get_data() == -1))
+
+
+def _without_trap(ov_op: str, a: Output, b: Output, attributes: dict[str, Any]) -> list[Output]:
+    """``Divide`` or ``Mod`` by ``b * s`` with ``s = -1`` where ``b == -1`` (else 1), the quotient times ``s``: the
+    CPU plugin's pdpd ``Divide`` and ``Mod`` of int32 (and of int64, which it computes in int32) die of SIGFPE on
+    the minimum over -1, as the x86 division traps. Dividing by 1 there gives ``-a`` wrapped (the minimum) and a
+    remainder of 0, as the kernels do (docs/ops.md); ``s`` has B's shape, so it meets A as B does."""
+    dtype = a.get_element_type().to_dtype()
+    minus_one = ops.equal(b, ops.constant(np.array(-1, dtype))).output(0)
+    sign = ops.select(minus_one, ops.constant(np.array(-1, dtype)), ops.constant(np.array(1, dtype))).output(0)
+    result = create(ov_op, [a, ops.multiply(b, sign).output(0)], attributes)[0]
+    if ov_op == "Mod":  # a mod -1 and a mod 1 are both 0
+        return [result]
+    exact = {k: v for k, v in attributes.items() if k != "m_pythondiv"}
+    return [create("Multiply", [result, sign], exact)[0]]
+
+
 def _check_types(op: str, rule: str, a: Output, b: Output, fmod: int) -> None:
     ta, tb = a.get_element_type(), b.get_element_type()
     shapes = f"A {fmt(dims(a))}, B {fmt(dims(b))}"
@@ -143,9 +164,14 @@ def elementwise(ctx: Any, op: str) -> list[Output]:
         attributes["auto_broadcast.auto_broadcast_axis"] = ov_axis
     if ov_op == "Divide":
         attributes["m_pythondiv"] = False
-    outputs = create(ov_op, [a, b], attributes)
-    if ov_op == "Divide":  # keep it a division: the CPU plugin's a * b**-1 is 1 ulp off for a quarter of quotients
-        outputs[0].get_node().get_rt_info()[EXACT_DIVIDE] = True
+    if ov_rule == "pdpd" and ov_op in ("Divide", "Mod") and ta in (ov.Type.i32, ov.Type.i64) \
+            and _may_be_minus_one(b):
+        outputs = _without_trap(ov_op, a, b, attributes)
+    else:
+        outputs = create(ov_op, [a, b], attributes)
+        if ov_op == "Divide":  # keep it a division: the CPU plugin's a * b**-1 is 1 ulp off for a quarter of floats
+            outputs[0].get_node().get_rt_info()[EXACT_DIVIDE] = True
+    if ov_op == "Divide":
         if floor and ta.is_integral() and ta.is_signed():
             outputs = [_floored(outputs[0], a, b, attributes)]
     if wrap:

@@ -149,6 +149,8 @@ class Replays:
         key = (id(rule), bound.signature, pattern, emit.opset, emit.elision is None, not emit.final_name)
         if any(v is not None for v in (*bound.computed, *bound.derived_dims)):  # facts from the graph upstream,
             key += (tuple(bound.computed), tuple(bound.derived_dims), tuple(bound.fact_names))  # not in the signature
+        if bound.division_proven_safe:  # from constants' data, which the signature leaves out
+            key += ("division_proven_safe",)
         template = self._templates.get(key, False)
         if template is False:
             template = self._templates[key] = _record(rule, bound, emit, names)

@@ -6,12 +6,13 @@ from collections.abc import Callable
 
 from onnx import NodeProto
 
-from onnx_bcast.onnxifier.owned import elementary, indexing, normalization, recurrent
+from onnx_bcast.onnxifier.owned import control_flow, elementary, indexing, normalization, recurrent
 from onnx_bcast.onnxifier.owned.node import IrNode, Unsupported
 
 Translation = Callable[[IrNode], list[NodeProto]]
 
 TRANSLATIONS: dict[str, Translation] = {**elementary.TRANSLATIONS, **indexing.TRANSLATIONS,
-                                        **normalization.TRANSLATIONS, **recurrent.TRANSLATIONS}
+                                        **normalization.TRANSLATIONS, **recurrent.TRANSLATIONS,
+                                        **control_flow.TRANSLATIONS}
 
 __all__ = ["TRANSLATIONS", "IrNode", "Translation", "Unsupported"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from onnx import NodeProto, helper
+from onnx import NodeProto, TensorProto, helper
 
 from onnx_bcast.onnxifier.owned.node import Builder, IrNode
 
@@ -67,5 +67,20 @@ def log_softmax(node: IrNode) -> list[NodeProto]:
     return Builder(node).finish("LogSoftmax", node.inputs[:1], axis=int(node.attr("axis", "1")))
 
 
+#: OpenVINO element type -> ONNX's (the ones Cast means the same for; onnxifier's Convert misses boolean and bf16)
+ELEMENT_TYPES = {"boolean": TensorProto.BOOL, "bf16": TensorProto.BFLOAT16, "f16": TensorProto.FLOAT16,
+                 "f32": TensorProto.FLOAT, "f64": TensorProto.DOUBLE, "i8": TensorProto.INT8,
+                 "i16": TensorProto.INT16, "i32": TensorProto.INT32, "i64": TensorProto.INT64, "u8": TensorProto.UINT8,
+                 "u16": TensorProto.UINT16, "u32": TensorProto.UINT32, "u64": TensorProto.UINT64}
+
+
+def convert(node: IrNode) -> list[NodeProto]:
+    """Convert-1 as ONNX Cast (to boolean: nonzero is true in both)."""
+    target = node.attr("destination_type").strip().lower()
+    if target not in ELEMENT_TYPES:
+        raise node.refuse(f"destination_type {target!r} is not expressed")
+    return Builder(node).finish("Cast", node.inputs[:1], to=ELEMENT_TYPES[target])
+
+
 TRANSLATIONS = {**dict.fromkeys(RENAMED, renamed), "Elu": elu, "Gelu": gelu, "Round": round_, "Selu": selu,
-                "LogSoftmax": log_softmax}
+                "LogSoftmax": log_softmax, "Convert": convert}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,7 +16,8 @@ class Unsupported(ValueError):
 @dataclass
 class IrNode:
     """One IR node: its name (the IR layer's), type, opset version, tensor names, attributes as the IR writes them
-    (strings), and look-ups of the graph around it: a constant's value, a tensor's shape and ONNX element type."""
+    (strings), look-ups of the graph around it (a constant's value, a tensor's shape and ONNX element type), and the
+    conversion's options (``context``: what was prepared from the whole IR, e.g. If bodies)."""
 
     name: str
     op_type: str
@@ -27,6 +28,7 @@ class IrNode:
     const: Callable[[str], np.ndarray | None] = field(repr=False)
     shape: Callable[[str], list[int | str] | None] = field(repr=False)
     elem: Callable[[str], int] = field(repr=False)
+    context: Mapping[str, object] = field(default_factory=dict, repr=False)
 
     def label(self) -> str:
         return f"{self.op_type}-{self.version.removeprefix('opset') or '?'} {self.name!r}"

@@ -1,0 +1,210 @@
+"""ONNX's node test cases through OpenVINO's ONNX frontend, IR and ``ir_to_onnx`` (``bench/onnx_node_cases.py``).
+
+One case per group of today's results (equal, OpenVINO refuses, and each way the IR route fails), classified by the
+harness against the case's own expected outputs (ONNX's, independent of OpenVINO, onnxifier and onnx-bcast): a case
+passes when the IR route's model equals them in plain ONNX Runtime or the conversion is refused naming an IR op.
+Today's failures are strict xfails that say why, so fixing one turns its test into an XPASS failure to update.
+The harness's own verdicts are tested with routes of known behaviour (the case's own model, a wrong one, one ORT
+refuses, refusals) and a route that kills its process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+ov = pytest.importorskip("openvino")
+pytest.importorskip("onnxifier", reason="onnxifier is not installed (the tools extra installs it on Python >= 3.11)")
+pytest.importorskip("onnxruntime")
+
+BENCH = str(Path(__file__).resolve().parents[1] / "bench")
+if BENCH not in sys.path:
+    sys.path.insert(0, BENCH)  # an importable module: the harness's child process imports it by name
+import node_case_run as harness  # noqa: E402
+
+from tests.onnx_node_export import export_cases  # noqa: E402
+
+#: case name -> (its module in onnx.backend.test.case.node, why the IR route fails it today, or None): one case per
+#: group of ``bench/onnx_node_cases.py --groups`` (onnx 1.23.2, openvino 2026.4.1, onnxifier 2.0.3, onnxruntime 1.32)
+GROUPS: dict[str, tuple[str, str | None]] = {
+    # equal today
+    "test_abs": ("abs", None),
+    "test_and_bcast4v3d": ("and_", None),  # LogicalAnd-1: onnxifier alone writes it as-is
+    "test_mod_mixed_sign_int32": ("mod", None),  # FloorMod-1 on int32: onnxifier alone is wrong
+    "test_bitshift_right_int32_negative_input": ("bitshift", None),  # Divide by Power(2, s), m_pythondiv: floors
+    # written, ORT refuses: an OpenVINO op written as-is
+    "test_not_2d": ("not_", "LogicalNot-1 written as-is, not as ONNX Not"),
+    "test_lppool_2d_default": ("lppool", "ConvertLike-1 written as-is, not as CastLike"),
+    "test_shrink_soft_expanded_ver18": ("shrink", "Negative-1 and ConvertLike-1 written as-is"),
+    "test_dft_inverse": ("dft", "IDFT-7 written as-is"),
+    "test_dft_rfft": ("dft", "RDFT-9 written as-is"),
+    "test_lstm_with_peepholes": ("lstm", "LSTMSequence-5 written as-is"),
+    "test_argmax_default_axis_example_select_last_index": ("argmax", "Reverse-1 written as-is"),
+    "test_softplus": ("softplus", "SoftPlus-4 written as-is"),
+    "test_softsign": ("softsign", "SoftSign-9 written as-is"),
+    "test_ceil": ("ceil", "Ceiling-1 written as-is, not as Ceil"),
+    "test_scan9_sum": ("scan", "TensorIterator-1 written as-is"),
+    # written, ORT refuses: types ONNX's op or ORT's kernel does not have
+    "test_bitshift_right_uint8": ("bitshift", "Power-1 (numpy) on uint8 kept as ONNX Pow, which has no uint8 type"),
+    "test_bitshift_left_int16": ("bitshift", "Power-1 (numpy) on int16 kept as ONNX Pow, which has no int16 type"),
+    "test_max_int16": ("max", "Maximum-1 on int16 as ONNX Max, which ORT has no int16 kernel for"),
+    "test_min_uint16": ("min", "Minimum-1 on uint16 as ONNX Min, which ORT has no uint16 kernel for"),
+    "test_convinteger_with_padding": ("convinteger", "Convolution-1 on int32 written as ONNX Conv (no int32 type)"),
+    "test_reversesequence_time": ("reversesequence", "ReverseSequence-1 with int32 sequence lengths (ONNX: int64)"),
+    "test_isinf_float16": ("isinf", "float16 made float32: the float16 input is declared float32"),
+    "test_cast_FLOAT_to_BFLOAT16": ("cast", "Convert-1 to bfloat16 written as Cast to=0 (UNDEFINED)"),
+    # written, ORT refuses: attributes or inputs in the wrong places
+    "test_dft": ("dft", "DFT-7: its axes written into ONNX DFT's dft_length slot (ORT: must be a scalar)"),
+    "test_einsum_sum": ("einsum", "Einsum-7 written without its equation attribute"),
+    "test_if": ("if_", "If-8 written without its branches"),
+    "test_onehot_without_axis": ("onehot", "OneHot-16 written with 4 inputs (ONNX OneHot takes 3)"),
+    "test_hardmax_example": ("hardmax", "OneHot-1 written with 4 inputs (ONNX OneHot takes 3)"),
+    "test_nonmaxsuppression_single_box": ("nonmaxsuppression", "NonMaxSuppression-9 written with 3 outputs (ONNX: 1)"),
+    "test_lrn": ("lrn", "LRN-1 written with its axes as a second input (ONNX LRN takes 1)"),
+    "test_dropout_default_ratio": ("dropout", "a Parameter straight into a Result: the input is renamed 'y'"),
+    "test_shape": ("shape", "ShapeOf-3: ORT fails initializing the written model"),
+    "test_argmax_no_keepdims_example": ("argmax", "TopK-11 + Squeeze-1: ORT's Squeeze fails at run time"),
+    "test_col2im_pads": ("col2im", "Col2Im-15 with pads: ORT's Col2Im fails at run time"),
+    "test_reshape_allowzero_reordered": ("reshape", "Reshape-1 (special_zero false): ORT's Reshape fails at run time"),
+    "test_split_zero_size_splits_opset18": ("split", "VariadicSplit-1 with zero-size splits: Split axis on rank 0"),
+    # silently wrong (OpenVINO's CPU plugin computes the IR right)
+    "test_div_int32_trunc": ("div", "Divide-1 m_pythondiv=true on int32 floors (--pythondiv reference, the default); "
+                                    "ONNX, OpenVINO's CPU plugin and onnxifier alone truncate"),
+    "test_cast_FLOAT_to_FLOAT16": ("cast", "float16 made float32: Convert-1 to float16 gives a float32 output"),
+    "test_layer_normalization_2d_axis1": ("layernormalization", "MVN-6 (axes [-1]): output shape (3, 1), not (3, 4)"),
+    "test_layer_normalization_2d_axis1_expanded": (
+        "layernormalization", "LayerNormalization's function body (ReduceMean-1, ReduceProd-1, Reshape-1, Slice-8, "
+                              "Broadcast-3): output shape (3, 1), not (3, 4)"),
+    "test_averagepool_2d_ceil": ("averagepool", "AvgPool-16 (ceil rounding): shape (1, 1, 1, 1), not (1, 1, 2, 2)"),
+    "test_averagepool_2d_pads_count_include_pad": ("averagepool", "AvgPool-1 (exclude-pad false): values differ"),
+    "test_elu_example": ("elu", "Elu-1: values differ"),
+    "test_top_k": ("topk", "TopK-11: values differ"),
+    "test_split_equal_parts_1d_opset18": ("split", "Split-1: values differ"),
+    "test_unique_sorted_without_axis": ("unique", "Unique-10: output 0 is int64, ONNX's is float32"),
+    "test_scatternd_add": ("scatternd", "ScatterNDUpdate-15 with reduction add: values differ"),
+    "test_gridsample_nearest": ("gridsample", "GridSample-9: values differ"),
+    "test_logsoftmax_axis_0": ("logsoftmax", "LogSoftmax-5: values differ"),
+    "test_cumsum_1d_exclusive": ("cumsum", "CumSum-3 (exclusive): values differ"),
+    "test_isinf_positive": ("isinf", "IsInf-10 (detect_negative 0): values differ"),
+    "test_swiglu_alpha_expanded": ("swiglu", "Swish-4 with beta: values differ"),
+    # silently wrong, and OpenVINO's CPU plugin computes the same: the IR itself differs from ONNX
+    "test_bitshift_left_int32_shift_ge_width": ("bitshift", "the IR (Multiply by Power(2, s)) differs from ONNX's "
+                                                            "BitShift for shifts >= 32; OpenVINO CPU gives the same"),
+    "test_resize_upsample_sizes_nearest_not_larger": ("resize", "Interpolate-11: shape (1, 1, 7, 8), not (1, 1, 7, 7); "
+                                                                "OpenVINO's CPU gives the same"),
+    # refused without naming an op
+    "test_mvn": ("meanvariancenormalization", "MVN-6: onnxifier's ValueError (operands could not be broadcast)"),
+    "test_gru_defaults": ("gru", "GRUSequence-5 / Gather-8: TypeError (only 0-dimensional arrays ...)"),
+    "test_reduce_log_sum_desc_axes": ("reduce_log_sum", "ReduceSum-1 with axes from a Parameter: ValueError "
+                                                        "(Failed to evaluate value for axes_output0)"),
+    "test_constant_pad": ("pad", "Pad-12 / Split-1: ValueError (Failed to evaluate value for Split_..._output2)"),
+    "test_dynamicquantizelinear_expanded": ("dynamicquantizelinear", "FakeQuantize-1 ...: ValueError (Failed to "
+                                                                     "evaluate value for Multiply_..._output2)"),
+    "test_cast_FLOAT_to_FLOAT8E4M3FN": ("cast", "Convert-1 to float8: KeyError 'F8E4M3'"),
+    "test_equal_string": ("equal", "Equal-1 on strings: KeyError 'STRING'"),
+    "test_causal_conv_with_state_basic_expanded": ("causal_conv_with_state", "GroupConvolution-1 ...: a bare "
+                                                                             "AssertionError"),
+}
+
+
+def _xfail(reason: str | None) -> list[Any]:
+    return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+
+
+@pytest.fixture(scope="module")
+def cases() -> dict[str, harness.NodeCase]:
+    wanted = set(GROUPS) | {"test_abs", "test_neg"}
+    modules = {module for module, _ in GROUPS.values()} | {"abs", "neg"}
+    return {case.name: harness.node_case(case) for module in sorted(modules) for case in export_cases(module)
+            if case.name in wanted}
+
+
+def _record(case: harness.NodeCase, folder: Path, routes: Any = harness.default_routes) -> dict[str, Any]:
+    *_, record = harness.case_steps(case, folder, routes)
+    return record
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=_xfail(reason)) for name, (_, reason) in GROUPS.items()])
+def test_ir_route_is_equal_or_refuses_by_name(name: str, cases: dict, tmp_path: Path) -> None:
+    record = _record(cases[name], tmp_path)
+    assert record.get("openvino") == "reads", record
+    result = record["IR route"]
+    assert harness.verdict(result) in ("equal", "refused named"), (name, record["ir_ops"], result)
+
+
+# ---- the harness's verdicts, with routes whose behaviour is known ------------------------------------------------
+
+def _original(xml: str) -> onnx.ModelProto:
+    """The case's own model (saved beside the IR): equal by construction."""
+    return onnx.load(str(Path(xml).with_name("model.onnx")))
+
+
+def _unary(op_type: str, elem_type: int = TensorProto.FLOAT, domain: str = "", **attrs: Any) -> onnx.ModelProto:
+    """``y = op(x)`` on x float[3, 4, 5], the shape of test_abs."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])
+    y = helper.make_tensor_value_info("y", elem_type, [3, 4, 5])
+    graph = helper.make_graph([helper.make_node(op_type, ["x"], ["y"], domain=domain, **attrs)], "g", [x], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+
+
+def _refuse_naming_the_op(xml: str) -> onnx.ModelProto:
+    raise ValueError("Abs-1 'y': cannot be expressed in ONNX")
+
+
+def _refuse_without_a_name(xml: str) -> onnx.ModelProto:
+    raise TypeError("only length-1 arrays can be converted to Python scalars")
+
+
+def known_routes() -> dict[str, Any]:
+    return {"original": _original, "negated": lambda xml: _unary("Neg"),
+            "as double": lambda xml: _unary("Cast", TensorProto.DOUBLE, to=TensorProto.DOUBLE),
+            "unknown op": lambda xml: _unary("LogicalNot", TensorProto.BOOL),
+            "refused named": _refuse_naming_the_op, "refused unnamed": _refuse_without_a_name}
+
+
+def test_verdicts_of_routes_with_known_behaviour(cases: dict, tmp_path: Path) -> None:
+    record = _record(cases["test_abs"], tmp_path, known_routes)
+    assert record["openvino"] == "reads" and record["ir_ops"] == ["Abs-1"]
+    verdicts = {route: harness.verdict(record[route]) for route in known_routes()}
+    assert verdicts == {"original": "equal", "negated": "wrong", "as double": "wrong", "unknown op": "ort refuses",
+                        "refused named": "refused named", "refused unnamed": "refused unnamed"}
+    assert "values differ" in record["negated"]["detail"]
+    assert record["as double"]["detail"] == "output 0: dtype float64, expected float32"
+    assert record["unknown op"]["stage"] == "load" and record["unknown op"]["nonstandard_ops"] == ["LogicalNot"]
+    assert record["openvino cpu"]["status"] == "equal"
+
+
+def test_float16_is_compared_with_a_looser_tolerance(cases: dict) -> None:
+    case = cases["test_abs"]
+    want = np.array([1.0, 2.0], dtype=np.float16)
+    assert harness.compare([want * np.float16(1.004)], [want], case) is None
+    assert harness.compare([(want * np.float16(1.004)).astype(np.float32)], [want.astype(np.float32)], case)
+    assert harness.compare([want.astype(np.float32)], [want], case) == "output 0: dtype float32, expected float16"
+    assert harness.compare([np.array([1, 2], np.int32)], [np.array([1, 3], np.int32)], case)
+    assert harness.compare([want[:1]], [want], case) == "output 0: shape (1,), expected (2,)"
+
+
+def crashing_routes() -> dict[str, Any]:
+    """A route that kills its process on test_abs and returns the case's own model otherwise."""
+    def convert(xml: str) -> onnx.ModelProto:
+        if "test_abs" in xml:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return _original(xml)
+    return {"crash": convert}
+
+
+def test_a_case_that_kills_the_process_is_counted_and_the_run_goes_on(cases: dict, tmp_path: Path) -> None:
+    records = list(harness.run_cases([cases["test_abs"], cases["test_neg"]], tmp_path, routes=crashing_routes))
+    crashed, after = records
+    assert crashed["openvino"] == "reads" and crashed["crash"]["status"] == "crashed", crashed
+    assert f"exit code {-signal.SIGKILL}" in crashed["crash"]["detail"]
+    assert "openvino cpu" not in crashed and harness.verdict(crashed.get("openvino cpu")) == "not run"
+    assert harness.verdict(after["crash"]) == "equal" and after["openvino cpu"]["status"] == "equal", after
