@@ -195,7 +195,8 @@ def _run_route(convert: Any, xml: Path, case: NodeCase, ir_ops: list[str]) -> di
         model = convert(str(xml))
     except Exception as err:  # noqa: BLE001 - a refusal is a verdict
         text = _first_line(err)
-        named = any(re.search(rf"\b{re.escape(op.split('-')[0])}\b", text) for op in ir_ops)
+        named = any(re.search(rf"\b{re.escape(op.split('-')[0])}\b", text) for op in ir_ops) or bool(
+            re.search(r"\b(Parameter|Result|Const)-\d+ '", text))  # the IR op behind an input, output or constant
         return {"status": "refused", "detail": text, "named": named}
     record: dict[str, Any] = {"written_ops": _written_ops(model), "nonstandard_ops": _nonstandard_ops(model)}
     try:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from onnx_bcast.model.mapped_weights import mapped_weights
 from onnx_bcast.model.walk import all_node_lists
 from onnx_bcast.onnx_defs.schemas import DOMAIN
 from onnx_bcast.ops import SPEC_BY_NAME
+from onnx_bcast.ort.providers import Provider, check_used, choose
 from onnx_bcast.ort.session import InferenceSession, ort
 from onnx_bcast.random_inputs import random_feeds
 
@@ -83,18 +85,22 @@ def identical(a: Any, b: Any) -> bool:
 
 
 def verify_equal(original: ModelProto, converted: ModelProto, feeds: dict[str, np.ndarray] | None = None,
-                 seed: int = 0, check_failures: bool = True, shapes: dict[str, list[int]] | None = None
+                 seed: int = 0, check_failures: bool = True, shapes: dict[str, list[int]] | None = None,
+                 providers: Sequence[Provider] | None = None, ep_libraries: Sequence[str | os.PathLike] = ()
                  ) -> Verification:
     """Raise VerificationError unless both models give identical outputs on ``feeds`` (the inputs not in it
     generated from ``seed``, of ``shapes`` where given; a gradient's float sums may differ by summation-order
     rounding: ``matches``), and (with ``check_failures``) the converted model fails, in ORT and in
     ``onnx.reference``, on every variant of them that the original rejects. Inputs the original rejects raise
-    ``InvalidInputs``."""
+    ``InvalidInputs``. The converted model runs on ``providers`` (default: the CPU; ``ep_libraries``: plugin EP
+    libraries, as ``InferenceSession`` takes them), the original on the CPU with our numpy kernels."""
     ours = InferenceSession(original)
     options = ort.SessionOptions()
     options.log_severity_level = 4  # runs on invalid inputs fail by design: no error log for them
+    chosen = choose(providers, options, ep_libraries)
     plain = external_data.ort_session(
-        lambda source, opts: ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"]), converted, options)
+        lambda source, opts: ort.InferenceSession(source, opts, providers=chosen), converted, options)
+    check_used(providers, plain.get_providers())
     given = feeds or {}
     feeds = random_feeds(ours, seed, given, shapes)
     generated = [name for name in feeds if name not in given]

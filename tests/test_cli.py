@@ -329,8 +329,9 @@ def test_run_with_the_native_backend(tmp_path: Path) -> None:
 def test_version_module_alias_and_ops_listing() -> None:
     version, alias, ops = _cli_all([["--version"], ["ops"], ["ops"]])
     assert version.returncode == 0 and re.fullmatch(
-        r"onnx-bcast \d+\.\d+\.\d+ \(onnx \S+, onnxruntime \S+, onnxruntime-extensions \S+, numpy \S+, openvino "
-        r"(\S+|not installed)\)\n", version.stdout), version.stdout  # one line
+        r"onnx-bcast \d+\.\d+\.\d+ \(onnx(-weekly)? \S+, onnxruntime(-[a-z]+)? \S+"
+        r"( with onnxruntime-ep-\S+ \S+(, onnxruntime-ep-\S+ \S+)*)?, onnxruntime-extensions \S+, numpy \S+, "
+        r"openvino (\S+|not installed)\)\n", version.stdout), version.stdout  # one line; tests/test_installed_builds.py
     module = subprocess.run([sys.executable, "-m", "onnx_bcast", "ops"], capture_output=True, text=True, timeout=120)
     assert module.returncode == 0 and module.stdout == ops.stdout
     lines = ops.stdout.splitlines()

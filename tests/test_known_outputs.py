@@ -318,3 +318,54 @@ def test_an_unnamed_node_is_labelled_in_errors_and_stays_unnamed(static: bool) -
     converted = onnx_bcast.convert(model)
     assert converted.graph.node and not any(n.HasField("name") for n in converted.graph.node if n.output == ["y"])
     assert not model.graph.node[0].HasField("name")
+
+
+_PROBE_DOMAIN = "onnx_bcast.test.has_input"
+
+
+def _onnx_has_input_answers(model: onnx.ModelProto) -> list[list[bool]]:
+    """What onnx's own InferenceContext answers to ``has_input(i)`` for each probe node (i up to one past its
+    inputs), through a probe schema's Python inference function."""
+    from onnx import defs
+
+    seen: list[list[bool]] = []
+    if not defs.has("HasInputProbe", _PROBE_DOMAIN):
+        optional = defs.OpSchema.FormalParameterOption.Optional
+        schema = defs.OpSchema("HasInputProbe", _PROBE_DOMAIN, 1, inputs=[
+            defs.OpSchema.FormalParameter(name, "tensor(float)", param_option=optional) for name in "abcd"],
+            outputs=[defs.OpSchema.FormalParameter("y", "tensor(float)")])
+        schema.set_type_and_shape_inference_function(lambda ctx: _PROBE_SINK[-1].append(
+            [ctx.has_input(i) for i in range(ctx.get_num_inputs() + 1)]))
+        defs.register_schema(schema)
+    _PROBE_SINK.append(seen)
+    try:
+        onnx.shape_inference.infer_shapes(model)
+    finally:
+        _PROBE_SINK.pop()
+    return seen
+
+
+_PROBE_SINK: list[list[list[bool]]] = []
+
+
+def test_has_input_answers_as_onnx_does() -> None:
+    """The stand-in's ``has_input`` is a name test (``""`` is absent); onnx's answer (onnx 1.23.2 and onnx-weekly
+    1.24.0.dev20261026 alike, after onnx PR 8271 split a missing input from one of unknown type) is the same for a
+    typed graph input, an absent one, an initializer, a value of unknown type from a node and an untyped graph input.
+    If onnx goes back to ``getInputType(i) != nullptr`` (its default before), the last two differ and this fails."""
+    untyped = onnx.ValueInfoProto(name="u")
+    nodes = [helper.make_node("Unknown", ["x"], ["unk"], domain="nowhere"),
+             helper.make_node("HasInputProbe", ["x", "", "w", "unk"], ["y1"], domain=_PROBE_DOMAIN),
+             helper.make_node("HasInputProbe", ["u", "x"], ["y2"], domain=_PROBE_DOMAIN)]
+    graph = helper.make_graph(nodes, "probe", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]), untyped],
+                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, None) for y in ("y1", "y2")],
+                              initializer=[numpy_helper.from_array(np.ones(2, np.float32), "w")])
+    model = helper.make_model(graph, ir_version=10, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid(_PROBE_DOMAIN, 1), helper.make_opsetid("nowhere", 1)])
+    onnx_answers = _onnx_has_input_answers(model)
+    assert onnx_answers == [[True, False, True, True, False], [True, True, False]]  # as measured on both
+    ours = []
+    for node in nodes[1:]:
+        context = known_outputs._Context(node, list(node.input), [None] * len(node.input), [None] * len(node.input))
+        ours.append([context.has_input(i) for i in range(context.get_num_inputs() + 1)])
+    assert ours == onnx_answers

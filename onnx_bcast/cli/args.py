@@ -81,6 +81,15 @@ def split_input_shapes(argv: Sequence[str]) -> list[str]:
     return words
 
 
+def provider_list(text: str) -> list[str]:
+    """A ``--providers`` value: execution provider names separated by commas, in order of preference."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected NAME,NAME,... (e.g. CUDAExecutionProvider,CPUExecutionProvider), "
+                                         f"got {text!r}")
+    return names
+
+
 def _common_options(top: bool) -> argparse.ArgumentParser:
     """--debug, -q and -v, accepted before and after the subcommand (a subcommand's leave the top one's alone)."""
     options = argparse.ArgumentParser(add_help=False)
@@ -140,6 +149,17 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--seed", type=seed, default=None,
                              help=f"{which}seed of the random inputs (default: 0)")
 
+    def add_providers(command: argparse.ArgumentParser, which: str) -> None:
+        command.add_argument("--providers", type=provider_list, default=None, metavar="NAME,NAME,...",
+                             help=f"{which}ONNX Runtime's execution providers, in order of preference (e.g. "
+                                  "CUDAExecutionProvider,CPUExecutionProvider; default: CPUExecutionProvider); a "
+                                  "plugin EP is named the same way, its library found in an installed "
+                                  "onnxruntime-ep-* wheel or given by --ep-library")
+        command.add_argument("--ep-library", action="append", default=[], metavar="PATH",
+                             help=f"{which}register a plugin execution provider's library (a file, or an installed "
+                                  "module with get_library_path(), e.g. onnxruntime_ep_openvino); ONNX Runtime >= "
+                                  "1.23")
+
     convert = add("convert", "rewrite every onnx_bcast node into standard ONNX (the input is never modified)")
     convert.add_argument("model", help="the .onnx file to convert")
     convert.add_argument("-o", "--output", required=True,
@@ -155,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--verify", action="store_true",
                          help="run both models and require bit-identical outputs before writing anything")
     add_random_inputs(convert, "with --verify: ")
+    add_providers(convert, "with --verify: the converted model runs on ")
     convert.add_argument("--no-guards", action="store_true",
                          help="leave out the run-time checks: the converted model may then return values for inputs "
                               "the original rejects")
@@ -164,10 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_random_inputs(run, "")
     run.add_argument("--backend", choices=("numpy", "native"), default=None,
                      help="numpy: our ops as Python kernels; native: the guarded standard lowering in plain ONNX "
-                          "Runtime (default: numpy; for --runtime onnxruntime only)")
+                          "Runtime (default: numpy, or native where --providers names another provider than the "
+                          "CPU's: our Python kernels run on the CPU only; for --runtime onnxruntime only)")
     run.add_argument("--runtime", choices=RUNTIMES, default="onnxruntime",
                      help="openvino: OpenVINO's CPU plugin reads our ops (needs onnx-bcast[openvino]) "
                           "(default: %(default)s)")
+    add_providers(run, "")
     run.add_argument("--save-outputs", metavar="FILE.npz", default=None,
                      help="also save every output in a .npz file (numpy.load gives them by name): never a file the "
                           "command reads, nor an existing file unless --force")
@@ -218,12 +241,16 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         command.error("argument --no-guards: guards are written when our nodes are lowered; --keep-ops keeps them")
     if args.command == "convert" and not args.verify:
         for option, value in (("--input", args.input), ("--input-shapes", args.input_shapes),
-                              ("--seed", args.seed)):
+                              ("--seed", args.seed), ("--providers", args.providers),
+                              ("--ep-library", args.ep_library)):
             if value not in ([], None):
-                command.error(f"argument {option}: only used with --verify (the inputs of the verification)")
-    if args.command == "run" and args.runtime == "openvino" and args.backend is not None:
-        command.error("argument --backend: chooses how ONNX Runtime runs our ops; it has no effect with "
-                      "--runtime openvino")
+                command.error(f"argument {option}: only used with --verify (what the verification runs)")
+    if args.command == "run" and args.runtime == "openvino":
+        for option, value in (("--backend", args.backend), ("--providers", args.providers),
+                              ("--ep-library", args.ep_library)):
+            if value not in ([], None):
+                command.error(f"argument {option}: chooses how ONNX Runtime runs the model; it has no effect with "
+                              "--runtime openvino")
     if args.command == "run" and args.force and args.save_outputs is None:
         command.error("argument --force: overwrites the file of --save-outputs, which is not given")
     if args.command in ("convert", "run"):
@@ -239,5 +266,5 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         if args.seed is None:
             args.seed = 0
     if args.command == "run" and args.backend is None:
-        args.backend = "numpy"
+        args.backend = "native" if any(name != "CPUExecutionProvider" for name in args.providers or []) else "numpy"
     return args

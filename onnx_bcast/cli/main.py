@@ -18,6 +18,7 @@ from onnx_bcast.cli.inputs import ModelProblem, feeds_for, input_reads, parse_in
 from onnx_bcast.cli.output_paths import check_output
 from onnx_bcast.cli.report import all_nodes, op_table, progress_printer, verification_text
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.ort.providers import ProviderError
 
 logger = logging.getLogger("onnx_bcast.cli.main")
 
@@ -53,7 +54,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         reads = [("the input model", args.model), *_data_reads(data_files), *input_reads(args.input)]
         check_output(args.save_outputs, f"--save-outputs {args.save_outputs}", reads, args.force,
                      "give a file name such as outputs.npz")
-    runner = open_runtime(model, args.model, args.runtime, args.backend)
+    runner = open_runtime(model, args.model, args.runtime, args.backend, args.providers, args.ep_library)
     feeds, generated = feeds_for(runner, parse_inputs(args.input), dict(args.input_shapes), args.seed)
     start = time.perf_counter()
     try:
@@ -81,6 +82,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
     example = Path(args.output) / f"{source.stem}_standard.onnx"
     target = check_output(args.output, args.output, reads, args.force,
                           f"give the path of the file to write (e.g. {example})")
+    if args.verify and (args.providers or args.ep_library):
+        from onnx_bcast.ort.providers import resolve
+
+        resolve(args.providers, args.ep_library)  # an unknown provider is a usage error before converting
     start = time.perf_counter()
     converted, report = convert_with_report(model, opset=args.opset, guards=not args.no_guards,
                                             progress=None if args.quiet else progress_printer(sys.stderr))
@@ -113,7 +118,7 @@ def _verify(args: argparse.Namespace, model: onnx.ModelProto, converted: onnx.Mo
     check_names([value for value in model.graph.input if value.name not in initialized], given, shapes)
     try:
         return verify_equal(model, converted, given, seed=args.seed, check_failures=not args.no_guards,
-                            shapes=shapes)
+                            shapes=shapes, providers=args.providers, ep_libraries=args.ep_library)
     except InvalidInputs as err:
         if not err.random:
             raise ModelProblem(f"--verify: the original model rejects the given inputs: {err.cause}") from err
@@ -193,6 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with quiet:
             return HANDLERS[args.handler](args)
+    except ProviderError as err:  # a usage error found only when ONNX Runtime is asked what it offers
+        if args.debug:
+            raise
+        print(f"onnx-bcast {args.command}: argument --providers: {one_line(str(err))}", file=sys.stderr)
+        return EXIT_USAGE
     except (ModelProblem, BroadcastError, ValueError, ImportError, OSError, onnx.checker.ValidationError,
             onnx.shape_inference.InferenceError) as err:
         if args.debug:

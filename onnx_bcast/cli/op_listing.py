@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from importlib import metadata
-
 
 def op_lines() -> list[str]:
     """The domain, then one line per op: inputs (``?``: optional), outputs where there are several, attributes with
@@ -27,14 +25,9 @@ def op_lines() -> list[str]:
 
 
 def version_text() -> str:
-    """onnx-bcast's version and the versions it runs with (read without importing onnxruntime or openvino)."""
+    """onnx-bcast's version and the builds it runs with, each named by its distribution (onnx-weekly,
+    onnxruntime-gpu...; read from package metadata, without importing onnxruntime or openvino)."""
     from onnx_bcast import __version__
+    from onnx_bcast.cli.installed_builds import runtime_versions
 
-    def of(package: str) -> str:
-        try:
-            return metadata.version(package)
-        except metadata.PackageNotFoundError:
-            return "not installed"
-
-    return (f"onnx-bcast {__version__} (onnx {of('onnx')}, onnxruntime {of('onnxruntime')}, "
-            f"onnxruntime-extensions {of('onnxruntime-extensions')}, numpy {of('numpy')}, openvino {of('openvino')})")
+    return f"onnx-bcast {__version__} ({', '.join(runtime_versions())})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,10 +54,11 @@ class OpenVINORun:
 class OnnxRuntimeRun:
     """``onnx_bcast.InferenceSession`` with the given backend."""
 
-    def __init__(self, model: onnx.ModelProto, backend: str) -> None:
+    def __init__(self, model: onnx.ModelProto, backend: str, providers: list[str] | None = None,
+                 ep_libraries: Sequence[str] = ()) -> None:
         from onnx_bcast.ort.session import InferenceSession
 
-        self._session = InferenceSession(model, backend=backend)
+        self._session = InferenceSession(model, providers=providers, backend=backend, ep_libraries=ep_libraries)
 
     def get_inputs(self) -> list[Any]:
         return self._session.get_inputs()
@@ -67,13 +69,14 @@ class OnnxRuntimeRun:
 
 
 def open_runtime(model: onnx.ModelProto, path: str | Path, runtime: str = "onnxruntime",
-                 backend: str = "numpy") -> OpenVINORun | OnnxRuntimeRun:
+                 backend: str = "numpy", providers: list[str] | None = None,
+                 ep_libraries: Sequence[str] = ()) -> OpenVINORun | OnnxRuntimeRun:
     """The model ready to run; ``path`` is where it was loaded from (OpenVINO reads the file itself, so that
     external data is found beside it). Without OpenVINO, ``runtime="openvino"`` is an ImportError naming the
-    ``onnx-bcast[openvino]`` extra."""
+    ``onnx-bcast[openvino]`` extra. ``providers`` and ``ep_libraries``: ONNX Runtime's execution providers."""
     if runtime == "openvino":
         return OpenVINORun(model, Path(path))
-    return OnnxRuntimeRun(model, backend)
+    return OnnxRuntimeRun(model, backend, providers, ep_libraries)
 
 
 def _type_string(type_proto: onnx.TypeProto) -> str:

@@ -7,10 +7,10 @@ import os
 from types import ModuleType
 
 #: the builds of ONNX Runtime, each with the extra that installs it next to onnxruntime-extensions (pyproject.toml)
-BUILD_EXTRAS = {"onnxruntime": "ort", "onnxruntime-gpu": "ort-gpu", "onnxruntime-openvino": "ort-openvino",
-                "onnxruntime-directml": "ort-directml"}
+BUILD_EXTRAS = {"onnxruntime": "ort", "onnxruntime-gpu": "ort-gpu", "onnxruntime-directml": "ort-directml"}
 INSTALL_HINT = ("pip install 'onnx-bcast[ort]' (beside another build of ONNX Runtime, its extra instead: "
-                "'onnx-bcast[ort-gpu]', 'onnx-bcast[ort-openvino]' or 'onnx-bcast[ort-directml]')")
+                "'onnx-bcast[ort-gpu]' or 'onnx-bcast[ort-directml]'; with the OpenVINO execution provider: "
+                "'onnx-bcast[ort-openvino-ep]')")
 
 
 _NAMES = {"onnxruntime": "ONNX Runtime", "onnxruntime_extensions": "onnxruntime-extensions"}

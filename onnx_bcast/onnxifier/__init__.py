@@ -72,6 +72,9 @@ def ir_to_onnx(xml: str | os.PathLike, *, keep_ops: bool = False, guards: bool =
     def body_to_onnx(body: Path) -> onnx.ModelProto:  # an If's body, saved as its own IR
         return ir_to_onnx(body, keep_ops=keep_ops, guards=guards, pythondiv=pythondiv, opset=opset, optimize=optimize)
 
+    lines = internals.unreadable(str(path))
+    if lines:
+        raise IRNotConvertible(path, lines)
     ov_model = ov.Core().read_model(str(path))  # its weights are mapped, not read
     branches = control_flow.prepare(ov_model, body_to_onnx)
     try:

@@ -18,6 +18,7 @@ log = logging.getLogger(__name__)
 
 #: onnxifier's names for a graph output: the Result layer's name, after its passes with a port suffix
 _PORT_SUFFIX = re.compile(r"/sink_port_\d+$")
+_LAYER = {"input": "Parameter-1", "output": "Result-1"}  # how a refusal names the IR op behind an input or output
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,23 @@ def match_interface(model: onnx.ModelProto, interface: Interface) -> list[str]:
         info.name for info in (*graph.input, *graph.output, *graph.initializer)}
     for kind, ports, infos in (("input", interface.inputs, graph.input), ("output", interface.outputs, graph.output)):
         by_layer = {_PORT_SUFFIX.sub("", info.name): info for info in infos}
-        ordered = []
+        ordered, names = [], set()
         for port in ports:
+            if port.name in names:  # two IR outputs of one tensor: the second is named after its Result layer
+                port = Port(port.layer, port.layer, port.elem, port.shape)
+            names.add(port.name)
             info = by_layer.pop(port.layer, None) or by_layer.pop(port.name, None)
+            if info is None and kind == "input" and port.name not in used:
+                # only its static shape was read (ShapeOf folded away): kept as an input nothing reads, so the
+                # model takes the IR's inputs (ONNX Runtime accepts an unread input)
+                dims = None if port.shape is None else [d if d is not None else f"{port.name}_{i}"
+                                                         for i, d in enumerate(port.shape)]
+                info = helper.make_tensor_value_info(port.name, port.elem, dims)
+                infos.append(info)
+                log.info("IR input %r is not read by the written model (only its shape was): kept unread", port.name)
             if info is None:
-                problems.append(f"the IR's {kind} {port.name!r} is not in the written model")
+                problems.append(f"{_LAYER[kind]} {port.layer!r}: the IR's {kind} {port.name!r} is not in the written "
+                                "model (onnxifier drops an output it computes as a constant)")
                 continue
             if info.name != port.name:
                 if port.name in used:  # a tensor already holds the name: it moves aside
@@ -107,7 +120,9 @@ def _copy(info: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
 def _check(kind: str, port: Port, info: onnx.ValueInfoProto, problems: list[str]) -> None:
     tensor = info.type.tensor_type
     if tensor.elem_type != port.elem:
-        problems.append(f"{kind} {port.name!r}: element type {onnx.TensorProto.DataType.Name(tensor.elem_type)}, the "
+        problems.append(f"{_LAYER[kind]} {port.layer!r}: {kind} {port.name!r} is written as "
+                        f"{onnx.TensorProto.DataType.Name(tensor.elem_type)}, the "
                         f"IR's is {onnx.TensorProto.DataType.Name(port.elem)}")
     if port.shape is not None and tensor.HasField("shape") and len(tensor.shape.dim) != len(port.shape):
-        problems.append(f"{kind} {port.name!r}: rank {len(tensor.shape.dim)}, the IR's is {len(port.shape)}")
+        problems.append(f"{_LAYER[kind]} {port.layer!r}: {kind} {port.name!r} has rank {len(tensor.shape.dim)}, the "
+                        f"IR's is {len(port.shape)}")

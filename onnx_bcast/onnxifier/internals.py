@@ -13,6 +13,7 @@ each conversion.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -38,13 +39,19 @@ PASS_OF_OP = {"Broadcast": "broadcast", "Divide": "divide", "FloorMod": "floor_m
               "Subtract": "subtract", "Power": "power", "Maximum": "maximum", "Minimum": "minimum",
               "GreaterEqual": "greater_equal", "LessEqual": "less_equal",
               # owned translations of ops onnxifier has a pass for (onnx_bcast/onnxifier/owned; docs/ir-route.md)
-              "MVN": "mvn", "Gather": "gather", "Gelu": "gelu", "Selu": "selu", "Convert": "convert"}
+              "MVN": "mvn", "Gather": "gather", "Gelu": "gelu", "Selu": "selu", "Convert": "convert",
+              "AvgPool": "avg_pool", "TopK": "topk", "ScatterNDUpdate": "scatter_nd_update", "Swish": "swish",
+              **{f"Reduce{kind}": f"reduce_{kind.lower()}" for kind in ("L1", "L2", "Max", "Mean", "Min", "Prod",
+                                                                         "Sum")}}
 TRIVIAL = "z__trivial"
 #: What this module needs of onnxifier (the test checks each): names, and methods of its classes.
 REQUIRED = {"registry": ("register", "get_type", "__contains__", "__iter__"),
             "BaseNodeConversion": ("replace", "rewrite", "register_post_hook", "__iadd__"),
             "OnnxGraph": ("model", "tensor_info"), "passes": (TRIVIAL, *PASS_OF_OP.values())}
 
+#: onnxifier's default passes that are left out: half_to_float makes float16 models float32; eliminate_identity, where
+#: one tensor feeds two IR outputs, leaves a graph output no node writes (onnxoptimizer then dies of SIGSEGV)
+LOSSY_PASSES = ("half_to_float", "eliminate_identity")
 _LOGGER = "O2O"  # onnxifier's logger: its pass-by-pass DEBUG lines only with ours at DEBUG (-vv)
 _LOCK = threading.Lock()  # the registry is global: one conversion at a time
 
@@ -102,6 +109,7 @@ def our_nodes(graph: Any, node: onnx.NodeProto, options: dict[str, Any], rewrite
         return translation(_ir_node(graph, rewriter, node, attrs, version, options))
     except Unsupported as err:
         options.setdefault("refused", []).append(str(err))
+        options.setdefault("refused_nodes", set()).add(node.name)
         return [node]
 
 
@@ -145,6 +153,29 @@ class NotExpressible(ValueError):
         super().__init__("; ".join(self.lines))
 
 
+def _refuse(options: dict[str, Any], node: onnx.NodeProto, why: str) -> onnx.NodeProto:
+    """Record that ``node`` (an IR node) cannot be expressed, and keep it (the conversion stops after the last op
+    pass, with every such line: ``NotExpressible``)."""
+    version = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "version"), b"")
+    version = (version.decode() if isinstance(version, bytes) else str(version)).removeprefix("opset") or "?"
+    options.setdefault("refused", []).append(f"{node.op_type}-{version} {node.name!r}: {why}")
+    options.setdefault("refused_nodes", set()).add(node.name)
+    return node
+
+
+def _named_failures(original: type, pass_name: str) -> type:
+    """onnxifier's pass ``original``, whose failure on a node becomes a refusal naming that IR op (its class name
+    is kept: onnxifier matches nodes by it)."""
+    def replace(self: Any, graph: Any, ori_node: onnx.NodeProto) -> onnx.NodeProto:
+        try:
+            return original.replace(self, graph, ori_node)
+        except Exception as err:  # noqa: BLE001 - any failure of its pass is a refusal of this op
+            first = " ".join(str(err).split())[:160] or type(err).__name__
+            return _refuse(_Ours.options, ori_node, f"onnxifier's {pass_name} pass fails ({type(err).__name__}: "
+                                                    f"{first})")
+    return type(original.__name__, (original,), {"replace": replace, "__doc__": original.__doc__})
+
+
 def _trivial_pass(original: type, lower: Callable[[onnx.ModelProto], onnx.ModelProto]) -> type:
     class Trivial(_Ours, original):  # type: ignore[valid-type,misc]
         """onnxifier's catch-all, which first maps the binary ops it would rename, then lowers our nodes."""
@@ -155,14 +186,14 @@ def _trivial_pass(original: type, lower: Callable[[onnx.ModelProto], onnx.ModelP
 
         def fallback(self, graph: Any, ori_node: onnx.NodeProto) -> onnx.NodeProto:
             """onnxifier's renaming, only where it loses nothing: an ONNX op of that name, no attribute dropped."""
+            if ori_node.name in self.options.get("refused_nodes", ()):
+                return ori_node  # an earlier pass refused it, with its reason
             attrs = _attributes(ori_node)
-            version = attrs.pop("version", "")
+            attrs.pop("version", "")
             why = ("no ONNX op has this name" if not onnx.defs.has(ori_node.op_type) else
                    f"onnxifier would drop its attributes {sorted(attrs)}" if attrs else "")
             if why:
-                self.options.setdefault("refused", []).append(
-                    f"{ori_node.op_type}-{version.removeprefix('opset') or '?'} {ori_node.name!r}: {why}")
-                return ori_node
+                return _refuse(self.options, ori_node, why)
             return original.replace(self, graph, ori_node)
 
         def lower(self, graph: Any) -> Any:
@@ -186,8 +217,8 @@ def _trivial_pass(original: type, lower: Callable[[onnx.ModelProto], onnx.ModelP
 def installed(options: dict[str, Any], lower: Callable[[onnx.ModelProto], onnx.ModelProto]) -> Iterator[None]:
     """Our passes registered in onnxifier for the duration (one conversion at a time), its own ones afterwards."""
     with _LOCK:
-        originals = {name: OP_CONVERT.get_type(name) for name in (*PASS_OF_OP.values(), TRIVIAL)}
-        missing = [name for name, kind in originals.items() if kind is None]
+        originals = {name: OP_CONVERT.get_type(name) for name in OP_CONVERT}
+        missing = [name for name in (*PASS_OF_OP.values(), TRIVIAL) if originals.get(name) is None]
         if missing:
             raise RuntimeError(f"onnxifier {VERSION} has no pass named {', '.join(missing)}: onnx_bcast.onnxifier "
                                "supports onnxifier 2.0")
@@ -197,6 +228,9 @@ def installed(options: dict[str, Any], lower: Callable[[onnx.ModelProto], onnx.M
         # its errors are raised to us (strict passes) and reported once, by name: not also on its log
         onnxifier_log.setLevel(logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.CRITICAL)
         try:
+            for name, kind in originals.items():  # onnxifier's other op passes: a failure names the op
+                if name not in (*PASS_OF_OP.values(), TRIVIAL):
+                    OP_CONVERT.register(name)(_named_failures(kind, name))
             for op_type, name in PASS_OF_OP.items():
                 OP_CONVERT.register(name)(type(op_type, (_Ours,), {"__doc__": f"IR {op_type} to onnx_bcast"}))
             OP_CONVERT.register(TRIVIAL)(_trivial_pass(originals[TRIVIAL], lower))
@@ -208,6 +242,29 @@ def installed(options: dict[str, Any], lower: Callable[[onnx.ModelProto], onnx.M
             onnxifier_log.setLevel(level)
 
 
+def unreadable(path: str) -> list[str]:
+    """The IR's layers onnxifier's reader cannot read, one line each (it fails on them with a bare KeyError or
+    ModuleNotFoundError): element types it has no name for (float8, 4-bit, strings), bfloat16 constants without
+    torch, which it reads them with. Only the .xml is read."""
+    from xml.etree import ElementTree
+
+    from onnxifier.domain.intel.openvino.ir.mapping import ETYPE2DTYPE, PREC2DTYPE
+
+    torch = importlib.util.find_spec("torch") is not None
+    lines = []
+    for layer in ElementTree.parse(path).getroot().iterfind("layers/layer"):
+        label = f"{layer.get('type')}-{(layer.get('version') or '?').removeprefix('opset')} {layer.get('name')!r}"
+        data = layer.find("data")
+        element_type = data.get("element_type") if data is not None else None
+        bad = {port.get("precision") for port in layer.iter("port")} - {None, *PREC2DTYPE}
+        bad |= {element_type} - {None, *ETYPE2DTYPE}
+        if bad:
+            lines.append(f"{label}: element type {', '.join(sorted(bad))}, which onnxifier's IR reader cannot read")
+        elif layer.get("type") == "Const" and element_type == "bf16" and not torch:
+            lines.append(f"{label}: a bfloat16 constant: onnxifier reads those with torch, which is not installed")
+    return lines
+
+
 def read_ir(path: str, *, optimize: bool, exclude: Sequence[str] = (), domains: Sequence[str] = ()) -> onnx.ModelProto:
     """onnxifier's frontend on an IR ``.xml``, then (``optimize``) its default passes but those in ``exclude``, as
     ``onnxifier.convert``. ``domains`` (the option of ``installed`` too): imported (version 1) where nodes use them,
@@ -216,6 +273,6 @@ def read_ir(path: str, *, optimize: bool, exclude: Sequence[str] = (), domains: 
     model = openvino_xml_to_onnx_graph(path)
     used = {node.domain for node in model.graph.node}
     model.opset_import.extend(helper.make_opsetid(domain, 1) for domain in domains if domain in used)
-    if optimize:  # its default passes but half_to_float, which makes float16 models float32
-        return onnxifier.convert(model, exclude=["half_to_float", *exclude], print_passes=False)
+    if optimize:  # its default passes but two that lose what the IR says
+        return onnxifier.convert(model, exclude=[*LOSSY_PASSES, *exclude], print_passes=False)
     return model

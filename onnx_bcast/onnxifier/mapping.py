@@ -26,13 +26,14 @@ BROADCASTS = ("Broadcast",)
 AXIS_KEYS = ("auto_broadcast.auto_broadcast_axis", "mode.auto_broadcast_axis", "mode.mode.axis", "axis")
 PYTHONDIV = ("cpu", "reference")  # the first is the default
 _FLOATS = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
-#: integer Power as OpenVINO's CPU plugin computes it (measured, openvino 2026.4): in float32, then converted: 8-bit
-#: types saturate (int8 3**5 is 127), 16-bit ones wrap through int32 (uint16 7**9 is 48968), wider ones convert
-#: (int32 7**9 is 40353608); ONNX's Pow does not take 8/16-bit or unsigned bases at all
+#: integer Power: 8/16-bit bases as OpenVINO's CPU plugin computes them (ONNX's Pow takes none; measured, openvino
+#: 2026.4): in float32, then 8-bit saturated (int8 3**5 is 127), 16-bit wrapped through int32 (uint16 7**9 is
+#: 48968). int32/int64 stay ONNX's exact Pow, as their producers (ONNX, Paddle) mean it: the CPU plugin computes them
+#: in float32 too (int32 7**9 is 40353608 there, int64 beyond int32 is -2**31), which no producer means. Unsigned
+#: 32/64-bit bases (ONNX's Pow takes neither) are computed on int64 and cast back.
 _SATURATED = (TensorProto.INT8, TensorProto.UINT8)
 _THROUGH_INT32 = (TensorProto.INT16, TensorProto.UINT16)
-_INTEGER_POWER = (*_SATURATED, *_THROUGH_INT32, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT32,
-                  TensorProto.UINT64)
+_INTEGER_POWER = (*_SATURATED, *_THROUGH_INT32, TensorProto.UINT32, TensorProto.UINT64)
 
 ElemType = Callable[[str], int]  # a tensor's ONNX element type (0: unknown)
 
@@ -127,11 +128,13 @@ def _float_floor_mod(name: str, a: str, b: str, out: str, elem: int, node: Calla
 
 def _integer_power(name: str, a: str, b: str, out: str, elem: int, node: Callable[..., NodeProto]
                    ) -> list[NodeProto]:
-    """An integer power as OpenVINO's CPU plugin computes it: ``Pow`` of the operands as float32, then converted
-    (``_INTEGER_POWER``); exact where the result is below 2**24."""
-    nodes = [helper.make_node("Cast", [x], [f"{out}/{tag}_float"], name=f"{name}/{tag}_float",
-                              to=TensorProto.FLOAT) for x, tag in ((a, "base"), (b, "exponent"))]
-    nodes.append(node("Pow", [n.output[0] for n in nodes], f"{out}/float", "/float"))
+    """An integer power ONNX's Pow does not take (``_INTEGER_POWER``): 8/16-bit as OpenVINO's CPU plugin computes it
+    (``Pow`` of the operands as float32, then converted; exact where the result is below 2**24), unsigned 32/64-bit
+    on int64."""
+    via = TensorProto.FLOAT if elem in (*_SATURATED, *_THROUGH_INT32) else TensorProto.INT64
+    nodes = [helper.make_node("Cast", [x], [f"{out}/{tag}_wide"], name=f"{name}/{tag}_wide", to=via)
+             for x, tag in ((a, "base"), (b, "exponent"))]
+    nodes.append(node("Pow", [n.output[0] for n in nodes], f"{out}/wide", "/wide"))
     result = nodes[-1].output[0]
     if elem in _SATURATED:
         info = np.iinfo(helper.tensor_dtype_to_np_dtype(elem))

@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 _STANDARD = ("", "ai.onnx", "ai.onnx.ml", DOMAIN)
 #: how ONNX Runtime names the node it failed on: 'Node (NAME)', 'node (NAME)', 'In Node, ("NAME", ...'
-_ORT_NODE = re.compile(r"""[Nn]ode \(([^)]+)\)|In Node, \("([^"]+)\"|node\. Name: (\S+) OpType""")
+_ORT_NODE = re.compile(r"""[Nn]ode \(([^)]+)\)|In Node, \("([^"]+)\"|node\. Name: (\S+) OpType"""
+                       r"""|node name: ([^)\s]+)\)""")
 
 
 class IRNotConvertible(ValueError):

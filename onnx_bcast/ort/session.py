@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from onnx_bcast.ops.common import MAX_RANK, NUMPY_MAX_DIMS
 from onnx_bcast.ort import kernels
 from onnx_bcast.ort.prepare import prepare
 from onnx_bcast.ort.process_state import take_error
+from onnx_bcast.ort.providers import CPU, Provider, check_used, choose
 
 ort = onnxruntime()
 logger = logging.getLogger("onnx_bcast.ort.session")
@@ -50,10 +52,17 @@ class InferenceSession(ort.InferenceSession):
     """
 
     def __init__(self, model: str | os.PathLike | bytes | ModelProto, sess_options: ort.SessionOptions | None = None,
-                 providers: list[Any] | None = None, *, backend: str = "numpy", max_output_bytes: int | None = None,
+                 providers: Sequence[Provider] | None = None, *, backend: str = "numpy",
+                 max_output_bytes: int | None = None, ep_libraries: Sequence[str | os.PathLike] = (),
                  **kwargs: Any) -> None:
         """``max_output_bytes`` limits every broadcast output of this session (default: the environment's
-        ``ONNX_BCAST_MAX_OUTPUT_BYTES``, else half of the machine's memory; the numpy backend only)."""
+        ``ONNX_BCAST_MAX_OUTPUT_BYTES``, else half of the machine's memory; the numpy backend only).
+
+        ``providers`` as ONNX Runtime takes them (default: the CPU); a plugin EP is named like any other, and its
+        library is registered from ``ep_libraries`` (paths, or modules with ``get_library_path()``) or from an
+        installed ``onnxruntime_ep_*`` wheel (``ort.providers.choose``). An unknown name raises
+        ``ort.providers.ProviderError`` (a ValueError) naming the available ones; a provider ONNX Runtime did not
+        use, ValueError."""
         if backend not in ("numpy", "native"):
             raise ValueError(f"backend must be 'numpy' or 'native', got {backend!r}")
         schemas.register()
@@ -67,7 +76,8 @@ class InferenceSession(ort.InferenceSession):
         if options is None:
             options = ort.SessionOptions()
             options.log_severity_level = 4  # a failed run is raised as a Python error, not also logged by ORT
-        providers = providers or ["CPUExecutionProvider"]
+        requested = list(providers or [])
+        providers = choose(requested, options, ep_libraries)
         if backend == "native":
             try:
                 self.prepared_model = lower(self.source_model, STANDARD).model
@@ -76,10 +86,10 @@ class InferenceSession(ort.InferenceSession):
                 # make a session, fails each run with the message it gives (else its error is raised here)
                 self.backend = "numpy"
                 self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes)
-                self._load(session_options(options), providers, **kwargs)
+                self._load(session_options(options), providers, requested, **kwargs)
                 return
             try:
-                self._load(options, providers, **kwargs)
+                self._load(options, providers, requested, **kwargs)
                 return
             except Exception as exc:
                 node = failed_node(exc)
@@ -90,13 +100,22 @@ class InferenceSession(ort.InferenceSession):
                 logger.debug("native form refused when loaded (%s); running the numpy backend", exc)
                 self.backend = "numpy"
         self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes)
-        self._load(session_options(options), providers, **kwargs)
+        try:
+            self._load(session_options(options), providers, requested, **kwargs)
+        except Exception as err:
+            if isinstance(err, ValueError) or all(_name(p) == CPU for p in requested):
+                raise
+            raise RuntimeError(f"{err}\n(backend 'numpy' runs our ops as Python kernels on the CPU between the "
+                               "provider's nodes; backend 'native' gives the provider the whole model)") from err
 
-    def _load(self, options: ort.SessionOptions, providers: list[Any], **kwargs: Any) -> None:
+    def _load(self, options: ort.SessionOptions, providers: list[Provider] | None, requested: list[Provider],
+              **kwargs: Any) -> None:
         """ONNX Runtime's session of ``prepared_model``, which reads (memory-maps) its external data itself: the
-        weights never pass through Python (``external_data.ort_session``)."""
+        weights never pass through Python (``external_data.ort_session``); an error unless it uses every
+        ``requested`` provider."""
         external_data.ort_session(lambda source, opts: super(InferenceSession, self).__init__(
             source, sess_options=opts, providers=providers, **kwargs), self.prepared_model, options)
+        check_used(requested, self.get_providers())
 
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> list[Any]:
         """Like ``onnxruntime.InferenceSession.run``; an invalid broadcast raises ``BroadcastError``."""
@@ -208,6 +227,10 @@ class InferenceSession(ort.InferenceSession):
         if label is None:
             return None
         return guard_error(self.source_model, *(guard or (label, "the standard form failed")))
+
+
+def _name(provider: Provider) -> str:
+    return provider[0] if isinstance(provider, tuple) else provider
 
 
 def failed_node(exc: BaseException) -> str | None:

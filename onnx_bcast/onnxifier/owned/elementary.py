@@ -63,6 +63,13 @@ def selu(node: IrNode) -> list[NodeProto]:
     return Builder(node).finish("Selu", node.inputs[:1], alpha=float(alpha[0]), gamma=float(lam[0]))
 
 
+def swish(node: IrNode) -> list[NodeProto]:
+    """Swish-4: ``x * sigmoid(beta * x)``, beta 1 where the IR gives none."""
+    b, x = Builder(node), node.inputs[0]
+    scaled = b.one("Mul", [x, node.inputs[1]], "beta_x") if len(node.inputs) > 1 else x
+    return b.finish("Mul", [x, b.one("Sigmoid", [scaled], "sigmoid")])
+
+
 def log_softmax(node: IrNode) -> list[NodeProto]:
     return Builder(node).finish("LogSoftmax", node.inputs[:1], axis=int(node.attr("axis", "1")))
 
@@ -83,4 +90,4 @@ def convert(node: IrNode) -> list[NodeProto]:
 
 
 TRANSLATIONS = {**dict.fromkeys(RENAMED, renamed), "Elu": elu, "Gelu": gelu, "Round": round_, "Selu": selu,
-                "LogSoftmax": log_softmax, "Convert": convert}
+                "LogSoftmax": log_softmax, "Convert": convert, "Swish": swish}
