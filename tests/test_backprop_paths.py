@@ -199,6 +199,10 @@ print("RESULT " + json.dumps(records), flush=True)
 '''
 
 
+# the tests that read invalid_records (one child for them all, once per process) run in one pytest-xdist worker
+INVALID_BATCH = pytest.mark.xdist_group("backprop_paths_invalid_records")
+
+
 @pytest.fixture(scope="module")
 def invalid_records() -> dict:
     """Every (invalid case, variant, runner) of the ops present, run in one child: key -> record."""
@@ -224,6 +228,7 @@ def _invalid_params() -> list:
             for case in INVALID for variant in variants_of(case) for runner in RUNNERS]
 
 
+@INVALID_BATCH
 @pytest.mark.parametrize(("case", "variant", "runner"), _invalid_params())
 def test_invalid_case_fails(case: BpCase, variant: str, runner: str, request: pytest.FixtureRequest) -> None:
     """No runner returns a value. InferenceSession (both backends) and the reference evaluator with our ops raise
@@ -245,6 +250,7 @@ def test_invalid_case_fails(case: BpCase, variant: str, runner: str, request: py
         assert word in message, f"{word!r} not in {message!r}"
 
 
+@INVALID_BATCH
 @pytest.mark.parametrize(("case", "variant"), [pytest.param(c, v, id=f"{c.op}-{c.name}-{v}")
                                                for c in INVALID for v in variants_of(c)])
 def test_invalid_native_message_is_the_numpy_backends(case: BpCase, variant: str,

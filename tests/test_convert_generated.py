@@ -484,18 +484,21 @@ def check_chain(chain: Chain, opsets: list[int]) -> None:
 # ---------------------------------------------------------------------------------------------- generated tests
 
 
+@pytest.mark.slow  # with the other two: 606 s of the suite's 2504 s of test time (docs/testing.md)
 @settings(max_examples=200, **SETTINGS)
 @given(chains(runtime=True, nested=False))
 def test_generated_chain_with_runtime_shapes(chain: Chain) -> None:
     check_chain(chain, OPSETS)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, **SETTINGS)
 @given(chains(runtime=True, nested=True))
 def test_generated_chain_with_if_loop_or_function(chain: Chain) -> None:
     check_chain(chain, OPSETS)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, **SETTINGS)
 @given(chains(runtime=False, nested=False, static_only=True))
 def test_generated_static_chain_down_to_opset_8(chain: Chain) -> None:

@@ -22,6 +22,7 @@ import onnx_bcast
 from tests.division_limits_child import operands
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # a child process per test: 235 s for the 78 (docs/testing.md)
 DTYPES = ["int32", "int64"]
 FORMS = [("Div", "-"), ("Div", "pythondiv=1"), ("Mod", "-"), ("Mod", "fmod=1")]
 PATHS = ["numpy", "native", "ort_disabled", "ort_all", "cli_native"]

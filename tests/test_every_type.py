@@ -35,6 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SUMMARY_PATH = Path(tempfile.gettempdir()) / "onnx_bcast_every_type.txt"
 DEADLINE_S = 150.0  # per path, restarts included; a hung item is killed and recorded as died
 CLEAN_KINDS = {"BroadcastError", "ort-session", "ort-run"}
+# all_results() runs a child per path for the whole module, once per process: one pytest-xdist worker runs the module;
+# slow: that batch took 26 s (docs/testing.md)
+pytestmark = [pytest.mark.xdist_group("every_type"), pytest.mark.slow]
 
 # (path, family) -> reason, for what fails today: strict xfails, so that a fix shows as XPASS(strict) = failure.
 # None today: since e240426 a type the Python-op bridge cannot carry is refused at session creation.
@@ -122,7 +125,9 @@ def all_results() -> dict[tuple[str, str, str], dict[str, Any]]:
     results = {(path, *ITEMS[i]): outcome for path, (by_index, _) in runs.items() for i, outcome in by_index.items()}
     children = {path: n for path, (_, n) in runs.items()}
     text = summary(results, elapsed, children)
-    SUMMARY_PATH.write_text(text, encoding="utf-8")
+    partial = SUMMARY_PATH.with_name(f"{SUMMARY_PATH.name}.{os.getpid()}")  # another run may write it at once
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, SUMMARY_PATH)
     print("\n" + text)
     return results
 

@@ -18,6 +18,7 @@ TOOL_MODULES = ("onnxscript", "onnx_ir", "onnxsim", "onnxoptimizer", "openvino")
 KNOWN: tuple[str, ...] = ()
 
 
+@pytest.mark.slow  # 24 s (docs/testing.md)
 def test_scenario_slice_has_no_new_disagreement(fuzz) -> None:  # noqa: F811
     """Every case of a small seed as a scenario model on the core paths, a tenth of them through the tools too."""
     missing = [m for m in TOOL_MODULES if importlib.util.find_spec(m) is None]

@@ -76,6 +76,7 @@ def test_elementwise_oracle_follows_spec(fuzz) -> None:
     assert fuzz.values_differ(np.float32([0.0]), np.float32([-0.0]), "Add") is not None
 
 
+@pytest.mark.slow  # 22 s (docs/testing.md)
 def test_fuzz_slice_has_no_new_disagreement(fuzz) -> None:
     summary = fuzz.run_fuzz(300, seed=20260601)
     assert summary.new == [], "\n".join(summary.new[:20])

@@ -219,6 +219,7 @@ def api_records(models: dict[str, Path]) -> dict:
 CLEAR_TYPES = {"BroadcastError", "UnsafeModel", "ModelTooLarge", "DecodeError", "ValidationError", "InferenceError"}
 
 
+@pytest.mark.xdist_group("hostile_models_api_records")  # api_records: one child for them all, once per worker
 @pytest.mark.parametrize(("name", "path"), _params(("api_session", "api_convert")))
 def test_api_clear_error(api_records: dict, name: str, path: str) -> None:
     record = api_records[name][path]

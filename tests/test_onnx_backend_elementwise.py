@@ -187,6 +187,9 @@ def run_in_children(jobs: list[tuple[str, bytes, dict]], timeout: float = 600) -
 
 
 ORT_RUNNERS = ("session", "converted")
+# ort_results() runs every case of both ORT runners in one batch of children, once per process: the tests that read it
+# run in one pytest-xdist worker (pyproject's --dist loadgroup), which computes it once
+ORT_BATCH = pytest.mark.xdist_group("onnx_backend_elementwise_ort")
 
 
 @functools.cache
@@ -249,6 +252,8 @@ def _params() -> list:
             known = XFAIL.get((case.name, runner))
             marks = [pytest.mark.xfail(strict=True, raises=RunnerError, reason=f"{known[0]}: {known[1]}")] if known \
                 else []
+            if runner in ORT_RUNNERS:
+                marks.append(ORT_BATCH)
             opset = case.model.opset_import[0].version
             if opset > _ort_max_opset():  # a test's needs never raise the product's minimum
                 marks.append(pytest.mark.skip(reason=f"the case is opset {opset}; the installed onnxruntime reads up "
@@ -314,6 +319,7 @@ def test_collection_is_independent_of_earlier_collect_testcases() -> None:
 
 # --- bit identity and the child-process machinery ---------------------------------------------------------------------
 
+@ORT_BATCH
 def test_float_bits() -> None:
     """Which float (case, runner) pairs that run are not bit for bit ONNX's expected value; those equal plain ORT's
     standard op on the original model bit for bit (the difference is ONNX's numpy reference, not ours)."""

