@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import onnx_bcast
-from onnx_bcast.cli.installed_builds import runtime_versions
+from onnx_bcast.model.installed_builds import runtime_versions
 from onnx_bcast.cli.main import main
 
 

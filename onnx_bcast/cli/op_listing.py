@@ -28,6 +28,6 @@ def version_text() -> str:
     """onnx-bcast's version and the builds it runs with, each named by its distribution (onnx-weekly,
     onnxruntime-gpu...; read from package metadata, without importing onnxruntime or openvino)."""
     from onnx_bcast import __version__
-    from onnx_bcast.cli.installed_builds import runtime_versions
+    from onnx_bcast.model.installed_builds import runtime_versions
 
     return f"onnx-bcast {__version__} ({', '.join(runtime_versions())})"

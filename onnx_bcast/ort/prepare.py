@@ -13,14 +13,16 @@ from onnx_bcast.ort.rule_set import ort_rule_set
 
 
 def prepare(model: str | os.PathLike | bytes | ModelProto, *, quiet: bool = False,
-            max_output_bytes: int | None = None) -> ModelProto:
+            max_output_bytes: int | None = None, direct_outputs: bool = False) -> ModelProto:
     """A copy of ``model`` (a ModelProto, a path or serialized bytes, as ``convert`` takes) whose onnx_bcast nodes
     run in ONNX Runtime with ``session_options()``.
 
     A kernel error fails the run with an ORT error and is logged (logger ``onnx_bcast.ort``); with ``quiet``
     it is only recorded, for a caller that raises it (``InferenceSession``). ``max_output_bytes`` limits every
     broadcast output (default: ``ONNX_BCAST_MAX_OUTPUT_BYTES``, else half of the machine's memory).
+    ``direct_outputs`` (``InferenceSession``'s form): kernels write unread graph outputs themselves.
     """
     prepared = lower(load_model(model), ort_rule_set(bool(quiet), max_output_bytes)).model
-    write_outputs_directly(prepared)  # a kernel writes a graph output itself (no copy after it)
+    if direct_outputs:  # a kernel writes a graph output itself (no copy after it): only for a model no optimizer sees,
+        write_outputs_directly(prepared)  # since its check then is a dead end they delete (tests/test_sound_guards.py)
     return prepared

@@ -100,7 +100,7 @@ def register_library(library: str | os.PathLike) -> str:
 
 def _installed_plugins() -> dict[str, str]:
     """The EP names the installed plugin wheels offer (module ``onnxruntime_ep_*``), each with its module."""
-    from onnx_bcast.cli.installed_builds import plugin_modules
+    from onnx_bcast.model.installed_builds import plugin_modules
 
     offered: dict[str, str] = {}
     for module_name in plugin_modules():

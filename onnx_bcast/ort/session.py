@@ -85,7 +85,8 @@ class InferenceSession(ort.InferenceSession):
                 # the converter proves from ranks alone that every input fails: the numpy backend, if it can
                 # make a session, fails each run with the message it gives (else its error is raised here)
                 self.backend = "numpy"
-                self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes)
+                self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes,
+                                              direct_outputs=True)
                 self._load(session_options(options), providers, requested, **kwargs)
                 return
             try:
@@ -99,7 +100,8 @@ class InferenceSession(ort.InferenceSession):
                 # instead, so that each run raises the same error the numpy backend gives.
                 logger.debug("native form refused when loaded (%s); running the numpy backend", exc)
                 self.backend = "numpy"
-        self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes)
+        self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes,
+                                      direct_outputs=True)
         try:
             self._load(session_options(options), providers, requested, **kwargs)
         except Exception as err:
