@@ -24,6 +24,7 @@ from onnx import helper
 
 from onnx_bcast.onnxifier.mapping import BINARY, DOMAIN, binary, broadcast
 from onnx_bcast.onnxifier.owned import TRANSLATIONS, IrNode, Unsupported
+from onnx_bcast.onnxifier.refusals import NotExpressible, ir_attributes, record, refuse
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +58,6 @@ _LOGGER = "O2O"  # onnxifier's logger: its pass-by-pass DEBUG lines only with ou
 _LOCK = threading.Lock()  # the registry is global: one conversion at a time
 
 
-def _attributes(node: onnx.NodeProto) -> dict[str, str]:
-    values = {}
-    for attribute in node.attribute:
-        value = helper.get_attribute_value(attribute)
-        values[attribute.name] = value.decode() if isinstance(value, bytes) else str(value)
-    return values
-
-
 def _elem_type(graph: Any) -> Callable[[str], int]:
     def lookup(name: str) -> int:
         try:
@@ -96,7 +89,7 @@ def our_nodes(graph: Any, node: onnx.NodeProto, options: dict[str, Any], rewrite
               ) -> list[onnx.NodeProto] | None:
     """The nodes that replace an IR node of a type we map (the last one takes its name), else None. An owned
     translation that cannot express the node records why in ``options["refused"]`` and keeps the IR node."""
-    attrs = _attributes(node)
+    attrs = ir_attributes(node)
     version = attrs.pop("version", "")
     if node.op_type == "Broadcast":
         return broadcast(node.name, node.input, node.output, attrs, version)
@@ -109,9 +102,7 @@ def our_nodes(graph: Any, node: onnx.NodeProto, options: dict[str, Any], rewrite
     try:
         return translation(_ir_node(graph, rewriter, node, attrs, version, options))
     except Unsupported as err:
-        options.setdefault("refused", []).append(str(err))
-        options.setdefault("refused_nodes", set()).add(node.name)
-        return [node]
+        return [record(options, node, str(err))]
 
 
 def _power_of_two(graph: Any, rewriter: Any) -> Callable[[str], bool]:
@@ -146,24 +137,6 @@ class _Ours(BaseNodeConversion):
         raise AssertionError(f"no mapping for {ori_node.op_type}")
 
 
-class NotExpressible(ValueError):
-    """IR ops that have no ONNX translation here: one line per op (its type, version and name)."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = list(dict.fromkeys(lines))
-        super().__init__("; ".join(self.lines))
-
-
-def _refuse(options: dict[str, Any], node: onnx.NodeProto, why: str) -> onnx.NodeProto:
-    """Record that ``node`` (an IR node) cannot be expressed, and keep it (the conversion stops after the last op
-    pass, with every such line: ``NotExpressible``)."""
-    version = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "version"), b"")
-    version = (version.decode() if isinstance(version, bytes) else str(version)).removeprefix("opset") or "?"
-    options.setdefault("refused", []).append(f"{node.op_type}-{version} {node.name!r}: {why}")
-    options.setdefault("refused_nodes", set()).add(node.name)
-    return node
-
-
 def _named_failures(original: type, pass_name: str) -> type:
     """onnxifier's pass ``original``, whose failure on a node becomes a refusal naming that IR op (its class name
     is kept: onnxifier matches nodes by it)."""
@@ -172,7 +145,7 @@ def _named_failures(original: type, pass_name: str) -> type:
             return original.replace(self, graph, ori_node)
         except Exception as err:  # noqa: BLE001 - any failure of its pass is a refusal of this op
             first = " ".join(str(err).split())[:160] or type(err).__name__
-            return _refuse(_Ours.options, ori_node, f"onnxifier's {pass_name} pass fails ({type(err).__name__}: "
+            return refuse(_Ours.options, ori_node, f"onnxifier's {pass_name} pass fails ({type(err).__name__}: "
                                                     f"{first})")
     return type(original.__name__, (original,), {"replace": replace, "__doc__": original.__doc__})
 
@@ -189,12 +162,12 @@ def _trivial_pass(original: type, lower: Callable[[onnx.ModelProto], onnx.ModelP
             """onnxifier's renaming, only where it loses nothing: an ONNX op of that name, no attribute dropped."""
             if ori_node.name in self.options.get("refused_nodes", ()):
                 return ori_node  # an earlier pass refused it, with its reason
-            attrs = _attributes(ori_node)
+            attrs = ir_attributes(ori_node)
             attrs.pop("version", "")
             why = ("no ONNX op has this name" if not onnx.defs.has(ori_node.op_type) else
                    f"onnxifier would drop its attributes {sorted(attrs)}" if attrs else "")
             if why:
-                return _refuse(self.options, ori_node, why)
+                return refuse(self.options, ori_node, why)
             return original.replace(self, graph, ori_node)
 
         def lower(self, graph: Any) -> Any:
