@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import onnx_bcast
-from onnx_bcast.model.installed_builds import runtime_versions
 from onnx_bcast.cli.main import main
+from onnx_bcast.model.installed_builds import runtime_versions
 
 
 def _dist(root: Path, name: str, version: str, modules: list[str], top_level: bool = True) -> None:

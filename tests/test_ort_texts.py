@@ -1,7 +1,7 @@
-"""The ONNX Runtime error texts ``onnx_bcast/ort/session.py`` reads, pinned on the installed onnxruntime.
+"""The ONNX Runtime error texts ``onnx_bcast/ort/run_failures.py`` reads, pinned on the installed onnxruntime.
 
 ONNX Runtime hands a failed run or load back as an exception whose only content is its message: the failing node's
-name and, for a ``Reshape``, the shape it was asked for are found nowhere else. ``session.py`` reads three forms;
+name and, for a ``Reshape``, the shape it was asked for are found nowhere else. ``run_failures.py`` reads three forms;
 each is provoked here in plain ONNX Runtime, on models built by hand (no onnx-bcast code makes them), and must give
 back the node name and error id the test put in. ``.ci/run`` runs this file on the newest and on the oldest
 supported onnxruntime (and the GPU build), so a release that rewords one fails here, not in users' hands.
@@ -14,7 +14,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from onnx_bcast.ort import kernels, session
+from onnx_bcast.ort import kernels, run_failures
 
 GUARD = "Expand_3/guard: no target dimension may be negative; ranks are at most 64"
 
@@ -40,8 +40,8 @@ def test_a_failed_run_names_its_node() -> None:
     model = _model(helper.make_node("Expand", ["x", "s"], ["y"], name=GUARD), [_ints("x", 3), _ints("s", 1)])
     with pytest.raises(Exception) as failed:
         _session(model).run(None, {"x": np.ones(3, np.int64), "s": np.array([4], np.int64)})
-    assert session.failed_node(failed.value) == GUARD, str(failed.value)
-    assert session.failed_guard(failed.value) == ("Expand_3", GUARD.split("/guard: ", 1)[1])
+    assert run_failures.failed_node(failed.value) == GUARD, str(failed.value)
+    assert run_failures.failed_guard(failed.value) == ("Expand_3", GUARD.split("/guard: ", 1)[1])
 
 
 @pytest.mark.parametrize("constant", [True, False], ids=["folded", "inferred"])
@@ -55,7 +55,7 @@ def test_a_refused_load_names_its_node(constant: bool) -> None:
         model = _model(helper.make_node("Expand", ["x", "s"], ["y"], name=GUARD), [_ints("x", 3)], [target])
     with pytest.raises(Exception) as failed:
         _session(model)
-    assert session.failed_node(failed.value) == GUARD, str(failed.value)
+    assert run_failures.failed_node(failed.value) == GUARD, str(failed.value)
 
 
 @pytest.mark.parametrize(("error_id", "size"), [(7, 1), (7, 14), (123456, 5)])
@@ -67,6 +67,6 @@ def test_a_failed_status_reshape_gives_the_error_id(error_id: int, size: int) ->
                                                                                    _ints("s", len(shape))])
     with pytest.raises(Exception) as failed:
         _session(model).run(None, {"x": np.zeros(size, np.int64), "s": shape})
-    match = session._FAILURE.search(str(failed.value))
+    match = run_failures._FAILURE.search(str(failed.value))
     assert match is not None and int(match.group(1)) == error_id, str(failed.value)
-    assert session.failed_node(failed.value) == "status"
+    assert run_failures.failed_node(failed.value) == "status"

@@ -10,17 +10,18 @@ from onnx import NodeProto, TensorProto
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.lowering.check_forms import CheckForms
+from onnx_bcast.lowering.elementwise_forms import ElementwiseForms
 from onnx_bcast.lowering.node_build import make_node
 from onnx_bcast.lowering.shape_forms import ShapeForms
 from onnx_bcast.model.walk import NameGenerator
-from onnx_bcast.ops.elementwise import COMPARISONS, standard_form
 
 if TYPE_CHECKING:
     from onnx_bcast.lowering.expand_elision import ExpandElision
 
 
-class Emitter(CheckForms, ShapeForms):
-    """Collects the nodes (and initializers) that replace one onnx_bcast node (its bases: the check and shape forms)."""
+class Emitter(CheckForms, ShapeForms, ElementwiseForms):
+    """Collects the nodes (and initializers) that replace one onnx_bcast node (its bases: the check, shape and
+    elementwise forms)."""
 
     def __init__(self, names: NameGenerator, opset: int, node_name: str, op: str, mode: str,
                  allow_initializers: bool, final_name: str | None = None, mode_attr: str = "mode",
@@ -229,27 +230,6 @@ class Emitter(CheckForms, ShapeForms):
     def standard(self, op_type: str, inputs: Sequence[str], output: str | None = None, **attrs) -> str:
         """A standard op that needs no opset-dependent form (``Add``, ``Mod``, ``Equal``, ...)."""
         return self._node(op_type, inputs, output, **attrs)
-
-    def elementwise_form(self, op: str, elem: int | None) -> str:
-        """How the standard elementwise ``op`` on ``elem`` is written at this opset (see ``elementwise``)."""
-        try:
-            return standard_form(op, self.opset, elem)
-        except ValueError as err:
-            raise self.fail(str(err)) from None
-
-    def elementwise(self, op: str, a: str, b: str, output: str, form: str, elem: int | None = None,
-                    **attrs) -> str:
-        """The standard ``op(a, b)`` in the ``form`` ``standard_form`` chose: direct; ``Or(strict, Equal)`` for
-        ``LessOrEqual``/``GreaterOrEqual`` before opset 12; or on a wider type, cast back to ``elem``."""
-        if form == "or_strict_equal":  # exact, NaN included: both parts are false for NaN
-            strict = self.standard("Less" if op == "LessOrEqual" else "Greater", [a, b])
-            equal = self.standard("Equal", [a, b])
-            return self.standard("Or", [strict, equal], output)
-        if form.startswith("widen:"):
-            wide = int(form.split(":")[1])
-            result = self.standard(op, [self.cast(a, wide), self.cast(b, wide)], None, **attrs)
-            return self.identity(result, output) if op in COMPARISONS else self.cast(result, elem, output)
-        return self.standard(op, [a, b], output, **attrs)
 
     def custom(self, op_type: str, domain: str, inputs: Sequence[str], outputs: Sequence[str | None],
                **attrs) -> list[str]:

@@ -28,8 +28,12 @@ from onnx_bcast.onnx_defs.schemas import DOMAIN, ELEMENTWISE_CHECK, GUARDED_DOMA
 from onnx_bcast.ops import OP_SPECS
 from onnx_bcast.ops.common import OpSpec, check_numpy_rank, check_rank, zeros_inferred_dims
 from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment
-from onnx_bcast.ops.memory_guard import check_output_size, environment_text
+from onnx_bcast.ops.memory_guard import check_output_size
 from onnx_bcast.ort import bridge
+from onnx_bcast.ort.bridge_types import BRIDGE_TYPE, bridge_signatures
+from onnx_bcast.ort.bridge_types import bridge_types as bridge_types
+from onnx_bcast.ort.bridge_types import elementwise_bridge_types as elementwise_bridge_types
+from onnx_bcast.ort.kernel_plans import PLANS_PER_NODE, input_signature, output_plan
 from onnx_bcast.ort.process_state import record_error, state
 
 PyCustomOpDef, get_library_path = extensions().PyCustomOpDef, extensions().get_library_path
@@ -44,14 +48,6 @@ _I64 = PyCustomOpDef.dt_int64
 _ATTR_KIND = {"string": PyCustomOpDef.dt_string, "int": PyCustomOpDef.dt_int64}  # list attributes are not carried
 _GUARD_ATTRS = {"op": PyCustomOpDef.dt_string, "node": PyCustomOpDef.dt_string, "quiet": _I64,
                 "max_output_bytes": _I64}  # quiet=1: the caller raises the error; -1: the default limit
-# the types the bridge carries (16-bit floats abort it; strings are not practical as elementwise operands)
-_BRIDGE_TYPE = {"tensor(float)": PyCustomOpDef.dt_float, "tensor(double)": PyCustomOpDef.dt_double,
-                "tensor(int8)": PyCustomOpDef.dt_int8, "tensor(int16)": PyCustomOpDef.dt_int16,
-                "tensor(int32)": PyCustomOpDef.dt_int32, "tensor(int64)": _I64,
-                "tensor(uint8)": PyCustomOpDef.dt_uint8, "tensor(uint16)": PyCustomOpDef.dt_uint16,
-                "tensor(uint32)": PyCustomOpDef.dt_uint32, "tensor(uint64)": PyCustomOpDef.dt_uint64,
-                "tensor(bool)": PyCustomOpDef.dt_bool, "tensor(string)": PyCustomOpDef.dt_string}
-
 guarded_run = threading.local()  # set by InferenceSession.run: errors are raised, not only logged
 
 
@@ -59,11 +55,6 @@ def _limit(attrs: dict[str, Any]) -> int | None:
     """The session's output limit from a guarded node (-1 or absent: the environment's or the default)."""
     value = int(attrs.get("max_output_bytes", -1))
     return None if value < 0 else value
-
-
-def _value_inputs(spec: OpSpec) -> list[str]:
-    """The type parameters of the inputs whose values the kernel reads (not shapes, not shape-only inputs)."""
-    return [i.type_param for i in spec.inputs if i.type_param != "T_SHAPE" and not i.shape_only]
 
 
 def _bridge_attrs(spec: OpSpec) -> dict[str, int]:
@@ -97,46 +88,6 @@ def _record(spec_name: str, mode: str, attrs: dict[str, Any], exc: BaseException
     return error_id
 
 
-PLANS_PER_NODE = 256  # input signatures remembered per node (a node called with ever new shapes starts afresh)
-
-
-def _signature(inputs: list[np.ndarray], attrs: dict[str, Any]) -> tuple:
-    """What a broadcast's output structure depends on: the data's shape and type, the shape inputs' values (with
-    their shapes), and the output limit in force (the environment's text is read at each call)."""
-    data = inputs[0]
-    limit = attrs.get("max_output_bytes", -1)
-    return (data.shape, data.dtype, limit if limit >= 0 else environment_text(),
-            *[(x.shape, x.tobytes()) for x in inputs[1:]])
-
-
-def _status(shape: tuple[int, ...]) -> np.ndarray:
-    """The guarded status of an output of ``shape``: its shape as int64 (read-only: shared by the calls of a plan)."""
-    status = np.asarray(shape, dtype=np.int64)
-    status.flags.writeable = False
-    return status
-
-
-GATHER_UP_TO = 4096  # outputs of at most this many elements are gathered through a kept index (one numpy call)
-
-
-def _plan(data: Any, out: Any) -> tuple | None:
-    """How to make ``out`` again from any data of the same signature, where it is a strided view of C-contiguous
-    ``data`` from its first element: (output shape, strides, status, flat index or None). Else None (the kernel runs
-    at each call). A small output is gathered through the index (a contiguous array at once), a larger one is the
-    view (the bridge copies it once)."""
-    if (type(data) is not np.ndarray or type(out) is not np.ndarray or not data.flags.c_contiguous or not data.size
-            or not out.size or out.dtype != data.dtype
-            or out.__array_interface__["data"][0] != data.__array_interface__["data"][0]):
-        return None
-    index = None
-    if out.ndim and out.size <= GATHER_UP_TO:  # (a 0-d index would gather a numpy scalar, not an array)
-        positions = np.arange(data.size, dtype=np.intp).reshape(data.shape)
-        index = np.ascontiguousarray(np.ndarray(out.shape, np.intp, positions, 0,
-                                                tuple(st // data.itemsize * positions.itemsize for st in out.strides)))
-        index.flags.writeable = False
-    return out.shape, out.strides, _status(out.shape), index
-
-
 def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any]) -> Callable[..., Any]:
     shape_only = [i for i, formal in enumerate(spec.inputs) if formal.shape_only]
     several = len(spec.outputs) > 1
@@ -147,7 +98,7 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
         memo = getattr(attrs, "memo", None) if planned else None  # the bridge's per-node attributes carry it
         if memo is not None:
             data = inputs[0]
-            key = _signature(inputs, attrs)
+            key = input_signature(inputs, attrs)
             plan = memo.get(key)
             if plan is not None and data.flags.c_contiguous:
                 index = plan[3]
@@ -174,7 +125,7 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
                 return (*empties, *[np.array([ERROR_SHAPE_MARK, error_id], dtype=np.int64)] * len(empties))
             return empties if several else empties[0]
         if memo is not None:
-            plan = _plan(inputs[0], out)
+            plan = output_plan(inputs[0], out)
             if plan is not None:
                 if len(memo) >= PLANS_PER_NODE:
                     memo.clear()
@@ -188,40 +139,14 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
     return kernel
 
 
-def bridge_signatures(spec: OpSpec) -> list[tuple[str, ...]]:
-    """The ONNX types of the value inputs, one tuple per registration of ``spec``'s Python ops.
-
-    Inputs of one type parameter share a type; two parameters (Pow's base ``T`` and exponent ``T1``) take every
-    pair the bridge carries. A shape-only input (``BroadcastLikeV0``'s ``like_arg``) keeps the first input's type
-    in the public form.
-    """
-    constraints = dict(spec.type_constraints)
-    kinds = _value_inputs(spec)
-    if len(set(kinds)) == 2 and spec.family == "elementwise":
-        return [(t, t1) for t in constraints[kinds[0]] if t in _BRIDGE_TYPE
-                for t1 in constraints[kinds[1]] if t1 in _BRIDGE_TYPE]
-    return [(t,) * len(kinds) for t in constraints[kinds[0]]
-            if t in _BRIDGE_TYPE and all(t in constraints[k] for k in kinds)]
-
-
-def bridge_types(spec: OpSpec) -> list[str]:
-    """The types of the first value input that ``spec``'s Python ops are registered for."""
-    return sorted({signature[0] for signature in bridge_signatures(spec)})
-
-
-def elementwise_bridge_types(op: str) -> list[str]:
-    """The ONNX types the public elementwise op ``op`` runs with in plain ORT (one registration each)."""
-    return bridge_types(next(s for s in OP_SPECS if s.name == op))
-
-
 def _declare(domain: str, spec: OpSpec, guarded: bool) -> None:
     """One registration per type the bridge carries, so that ORT refuses any other type when the session is made
     (data of a type the bridge cannot carry would abort the process when the node runs)."""
     boolean_out = spec.output_type_param != spec.inputs[0].type_param
     attrs = {**_bridge_attrs(spec), **(_GUARD_ATTRS if guarded else {REFUSAL_ATTR: PyCustomOpDef.dt_string})}
     for signature in bridge_signatures(spec):
-        value_types = iter(_BRIDGE_TYPE[t] for t in signature)
-        dt = _BRIDGE_TYPE[signature[0]]
+        value_types = iter(BRIDGE_TYPE[t] for t in signature)
+        dt = BRIDGE_TYPE[signature[0]]
         inputs = [_I64 if formal.type_param == "T_SHAPE" or (guarded and formal.shape_only)
                   else dt if formal.shape_only else next(value_types) for formal in spec.inputs]
         out = PyCustomOpDef.dt_bool if boolean_out else dt

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,12 +25,10 @@ from onnx_bcast.ort import kernels
 from onnx_bcast.ort.prepare import prepare
 from onnx_bcast.ort.process_state import take_error
 from onnx_bcast.ort.providers import CPU, Provider, check_used, choose
+from onnx_bcast.ort.run_failures import failed_guard, failed_node, guard_error, recorded_error
 
 ort = onnxruntime()
 logger = logging.getLogger("onnx_bcast.ort.session")
-# the guard's or the elementwise check's failure shape: [2, error id] or [2, error id, 3]
-_FAILED_NODE = re.compile(r"Name:'(.+?)' Status Message|Node \((.+?)\) Op \(")  # ORT names the failing node
-_FAILURE = re.compile(r"requested shape:\{" + str(kernels.ERROR_SHAPE_MARK) + r",(\d+)(?:,\d+)?\}")
 
 
 def session_options(options: ort.SessionOptions | None = None) -> ort.SessionOptions:
@@ -154,7 +151,7 @@ class InferenceSession(ort.InferenceSession):
         except BroadcastError:
             raise
         except Exception as exc:
-            recorded = _recorded_error(exc, kernels.guarded_run.error_id)
+            recorded = recorded_error(exc, kernels.guarded_run.error_id)
             if recorded is None:
                 recorded = self._wide_output(exc, output_names, input_feed, run_options)
             if recorded is None:
@@ -233,36 +230,3 @@ class InferenceSession(ort.InferenceSession):
 
 def _name(provider: Provider) -> str:
     return provider[0] if isinstance(provider, tuple) else provider
-
-
-def failed_node(exc: BaseException) -> str | None:
-    """The name of the node whose failure ONNX Runtime reports (at run time, or in its run-time inference)."""
-    match = _FAILED_NODE.search(str(exc))
-    return (match.group(1) or match.group(2)) if match else None
-
-
-def failed_guard(exc: BaseException) -> tuple[str, str] | None:
-    """(node, rule) of the run-time check that failed, from ONNX Runtime's message naming the guard node."""
-    name = failed_node(exc)
-    if name is None or "/guard: " not in name:
-        return None
-    label, rule = name.split("/guard: ", 1)
-    return label, rule
-
-
-def guard_error(model: ModelProto, label: str, rule: str) -> BroadcastError:
-    """A BroadcastError for a failed guard of our node ``label``: its op and mode from the model."""
-    for entry in node_lists(model):
-        for index, node in enumerate(entry.container.node):
-            if node.domain == schemas.DOMAIN and node_label(node, index) == label:
-                declared = declare(node, index)
-                return declared.fail(f"run-time check failed: {rule}")
-    return BroadcastError(schemas.DOMAIN, "", f"run-time check failed: {rule}", label)
-
-
-def _recorded_error(exc: BaseException, this_thread_error: int | None) -> BaseException | None:
-    """The kernel error behind a failed run: named in the guard's message, else recorded on this thread."""
-    match = _FAILURE.search(str(exc))
-    if match:
-        return take_error(int(match.group(1)))
-    return take_error(this_thread_error) if this_thread_error is not None else None
