@@ -22,6 +22,7 @@ from openvino.utils.node_factory import NodeFactory  # noqa: E402
 import onnx_bcast  # noqa: E402
 from onnx_bcast.model.walk import all_graphs  # noqa: E402
 from onnx_bcast.onnxifier import IRNotConvertible, ir_to_onnx  # noqa: E402
+from tests.ir_oracle import assert_close, openvino_cpu  # noqa: E402
 
 RNG = np.random.default_rng(8)
 
@@ -145,18 +146,11 @@ def _save(model: ov.Model, folder: Path) -> Path:
 
 
 def _openvino(model: ov.Model, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    return [np.asarray(value) for value in compiled(feeds).values()]
+    return openvino_cpu(model, feeds)
 
 
 def _assert_close(got: list[np.ndarray], want: list[np.ndarray]) -> None:
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
-        if g.dtype.kind == "f":
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
-        else:
-            np.testing.assert_array_equal(g, w)
+    assert_close(got, want)
 
 
 def _ifs(model: onnx.ModelProto) -> int:

@@ -20,6 +20,7 @@ from openvino.utils.node_factory import NodeFactory  # noqa: E402
 
 import onnx_bcast  # noqa: E402
 from onnx_bcast.onnxifier import IRNotConvertible, ir_to_onnx  # noqa: E402
+from tests.ir_oracle import assert_close, openvino_cpu  # noqa: E402
 
 RNG = np.random.default_rng(31)
 B, T, IN, H = 2, 5, 3, 4
@@ -166,18 +167,11 @@ EXACT = {f"power_{t}": lambda f: [f["x"] ** f["y"]] for t in ("int32", "int64", 
 
 
 def _openvino(model: ov.Model, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    return [np.asarray(value) for value in compiled(feeds).values()]
+    return openvino_cpu(model, feeds)
 
 
 def _assert_close(got: list[np.ndarray], want: list[np.ndarray]) -> None:
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
-        if g.dtype.kind == "f":
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 if g.dtype != np.float16 else 1e-3)
-        else:
-            np.testing.assert_array_equal(g, w)
+    assert_close(got, want, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", list(CASES))
