@@ -145,14 +145,6 @@ def _save(model: ov.Model, folder: Path) -> Path:
     return path
 
 
-def _openvino(model: ov.Model, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    return openvino_cpu(model, feeds)
-
-
-def _assert_close(got: list[np.ndarray], want: list[np.ndarray]) -> None:
-    assert_close(got, want)
-
-
 def _ifs(model: onnx.ModelProto) -> int:
     return sum(node.op_type == "If" for graph in all_graphs(model) for node in graph.node)
 
@@ -168,17 +160,17 @@ def test_if_equals_openvino_in_every_branch(name: str, tmp_path: Path) -> None:
     kept = ir_to_onnx(path, keep_ops=True)
     backends = {backend: onnx_bcast.InferenceSession(kept, backend=backend) for backend in ("numpy", "native")}
     for feeds in feeds_per_branch:
-        want = _openvino(model, feeds)
-        _assert_close(session.run(None, feeds), want)
+        want = openvino_cpu(model, feeds)
+        assert_close(session.run(None, feeds), want)
         for backend in backends.values():
-            _assert_close(backend.run(None, feeds), want)
+            assert_close(backend.run(None, feeds), want)
 
 
 def test_branches_differ_and_are_both_taken() -> None:
     """The cases' feeds do take each branch: OpenVINO's outputs differ between them (else the test proves little)."""
     for name, case in CASES.items():
         model, feeds_per_branch = case()
-        outputs = [_openvino(model, feeds) for feeds in feeds_per_branch]
+        outputs = [openvino_cpu(model, feeds) for feeds in feeds_per_branch]
         assert not all(np.array_equal(a, b) for a, b in zip(outputs[0], outputs[1], strict=True)), name
 
 
@@ -197,7 +189,7 @@ def test_openvino_reads_the_written_model(tmp_path: Path) -> None:
     compiled = ov.Core().compile_model(ov.Core().read_model(written.SerializeToString(), b""), "CPU",
                                        {"INFERENCE_PRECISION_HINT": "f32"})
     for feeds in feeds_per_branch:
-        _assert_close([np.asarray(v) for v in compiled(feeds).values()], _openvino(model, feeds))
+        assert_close([np.asarray(v) for v in compiled(feeds).values()], openvino_cpu(model, feeds))
 
 
 def _loop_model() -> ov.Model:
@@ -247,7 +239,7 @@ def test_what_cannot_be_expressed_is_refused_by_name(make: Callable[[], ov.Model
     model = make()
     feeds = {p.get_friendly_name(): (_f(*p.get_partial_shape().to_shape()) if p.get_element_type() == ov.Type.f32
                                      else np.array(True)) for p in model.get_parameters()}
-    _openvino(model, feeds)  # OpenVINO runs it: the IR is valid, only its ONNX translation is refused
+    openvino_cpu(model, feeds)  # OpenVINO runs it: the IR is valid, only its ONNX translation is refused
     with pytest.raises(IRNotConvertible) as caught:
         ir_to_onnx(_save(model, tmp_path))
     assert any(line.startswith(starts) and says in line for line in caught.value.lines), caught.value.lines
