@@ -172,7 +172,7 @@ def infer_function(spec: OpSpec, guarded: bool) -> Inference:
             raise out_shapes.with_node(_display_name(ctx))
         for i, out_shape in enumerate(out_shapes):
             if out_shape is None and i == 0:
-                rank = _target_rank(spec.name, attrs, values)
+                rank = _target_rank(spec.name, attrs, values, ctx)
                 if rank is not None:  # dims unknown (no rule checked them), the rank is the target's length
                     ctx.set_output_type(i, helper.make_tensor_type_proto(elem, [None] * rank))
                     continue
@@ -180,17 +180,26 @@ def infer_function(spec: OpSpec, guarded: bool) -> Inference:
     return infer
 
 
-def _target_rank(op: str, attrs: dict, values: list) -> int | None:
-    """The output rank of a Broadcast/Expand whose target is a known 1-D constant, in the modes where the output
-    has the target's rank whatever the data (``BroadcastMode.output_has_target_rank``); else None."""
-    if op not in ("Broadcast", "Expand") or len(values) < 2 or values[1] is None:
+def _target_rank(op: str, attrs: dict, values: list, ctx: InferenceContext) -> int | None:
+    """The output rank of a Broadcast/Expand whose 1-D target has a known length (a constant, or a computed vector
+    such as ``Shape(x)`` of a ranked ``x``), in the modes where the output has the target's rank whatever the data
+    (``BroadcastMode.output_has_target_rank``); else None."""
+    if op not in ("Broadcast", "Expand") or len(values) < 2 or not ctx.has_input(1):
         return None
     try:
         mode = canonical_mode(attrs.get("mode"), op)
     except BroadcastError:
         return None  # the rule says so where it is checked
-    dims = values[1][2]  # (dtype, data, shape)
-    return int(dims[0]) if MODE_BY_NAME[mode].output_has_target_rank and len(dims) == 1 else None
+    if not MODE_BY_NAME[mode].output_has_target_rank:
+        return None
+    if values[1] is not None:
+        dims = values[1][2]  # (dtype, data, shape)
+        return int(dims[0]) if len(dims) == 1 else None
+    # a computed target: its type's length where known and not 0 (an empty run-time target keeps the output's rank
+    # unknown: a rank-0 output lets tools with fixed shapes fold its check away, tests/test_sound_guards.py)
+    target = ctx.get_input_type(1)
+    dims = static_shape_of(target) if target is not None else None
+    return dims[0] if dims is not None and len(dims) == 1 and dims[0] >= 1 else None
 
 
 def inference_function(spec: OpSpec) -> Inference:
