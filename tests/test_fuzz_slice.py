@@ -7,23 +7,15 @@ to drop the issue from ``KNOWN_ISSUES``.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-FUZZ_PATH = Path(__file__).resolve().parent.parent / "bench" / "fuzz.py"
+from tests.bench_modules import load_bench_script
 
 
 @pytest.fixture(scope="module")
 def fuzz():
-    spec = importlib.util.spec_from_file_location("onnx_bcast_bench_fuzz", FUZZ_PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("fuzz.py")
 
 
 def _case(fuzz, data_shape, **params):

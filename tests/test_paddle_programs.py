@@ -9,12 +9,12 @@ The expected values are Paddle's executor on the program it saved; today's failu
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCH_PATH = Path(__file__).resolve().parent.parent / "bench" / "paddle_programs.py"
+from tests.bench_modules import load_bench_script
+
 NEEDED = {"paddle": "paddlepaddle", "openvino": "openvino",
           "onnxifier": "onnxifier (the 'tools' extra, Python >= 3.11)", "onnxruntime": "onnxruntime"}
 MISSING = [package for module, package in NEEDED.items() if importlib.util.find_spec(module) is None]
@@ -45,11 +45,7 @@ SLICE = [
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("onnx_bcast_bench_paddle_programs", BENCH_PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("paddle_programs.py")
 
 
 @pytest.fixture(scope="module")
