@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -44,13 +43,6 @@ def _port(output: object, layer: str) -> Port:
     shape = output.get_partial_shape()
     dims = None if shape.rank.is_dynamic else tuple(d.get_length() if d.is_static else None for d in shape)
     return Port(name, layer, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), dims)
-
-
-def read_interface(xml: str | Path) -> Interface:
-    """The IR's Parameters and Results, in OpenVINO's order (its weights are mapped, not read)."""
-    import openvino as ov
-
-    return interface_of(ov.Core().read_model(str(xml)))
 
 
 def interface_of(model: object) -> Interface:

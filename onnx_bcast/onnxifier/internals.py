@@ -24,7 +24,7 @@ from onnx import helper
 
 from onnx_bcast.onnxifier.mapping import BINARY, DOMAIN, binary, broadcast
 from onnx_bcast.onnxifier.owned import TRANSLATIONS, IrNode, Unsupported
-from onnx_bcast.onnxifier.refusals import NotExpressible, ir_attributes, record, refuse
+from onnx_bcast.onnxifier.refusals import NotExpressible, ir_attributes, op_label, record, refuse
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ def unreadable(path: str) -> list[str]:
     torch = importlib.util.find_spec("torch") is not None
     lines = []
     for layer in ElementTree.parse(path).getroot().iterfind("layers/layer"):
-        label = f"{layer.get('type')}-{(layer.get('version') or '?').removeprefix('opset')} {layer.get('name')!r}"
+        label = op_label(layer.get("type", ""), layer.get("version"), layer.get("name", ""))
         data = layer.find("data")
         element_type = data.get("element_type") if data is not None else None
         bad = {port.get("precision") for port in layer.iter("port")} - {None, *PREC2DTYPE}

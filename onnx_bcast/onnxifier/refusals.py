@@ -33,7 +33,11 @@ def record(options: dict[str, Any], node: onnx.NodeProto, line: str) -> onnx.Nod
     return node
 
 
+def op_label(op_type: str, version: str | None, name: str) -> str:
+    """How a refusal names an IR op: ``Type-version 'name'`` (``Gather-8 'gather_1'``; ``?`` for no version)."""
+    return f"{op_type}-{(version or '').removeprefix('opset') or '?'} {name!r}"
+
+
 def refuse(options: dict[str, Any], node: onnx.NodeProto, why: str) -> onnx.NodeProto:
     """``record`` with the line made of the node's type, version and name."""
-    version = ir_attributes(node).get("version", "").removeprefix("opset") or "?"
-    return record(options, node, f"{node.op_type}-{version} {node.name!r}: {why}")
+    return record(options, node, f"{op_label(node.op_type, ir_attributes(node).get('version'), node.name)}: {why}")

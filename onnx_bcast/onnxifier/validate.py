@@ -12,6 +12,7 @@ import onnx
 
 from onnx_bcast.model.walk import all_graphs
 from onnx_bcast.onnxifier.mapping import DOMAIN
+from onnx_bcast.onnxifier.refusals import op_label
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +32,16 @@ class IRNotConvertible(ValueError):
 
 
 def ir_layers(xml: str | Path) -> dict[str, str]:
-    """IR layer name -> ``Type-version`` (the .xml alone is read)."""
-    layers = {}
-    for layer in ElementTree.parse(xml).getroot().iterfind("layers/layer"):
-        layers[layer.get("name", "")] = f"{layer.get('type')}-{(layer.get('version') or '?').removeprefix('opset')}"
-    return layers
+    """IR layer name -> its label, ``Type-version 'name'`` (the .xml alone is read)."""
+    return {layer.get("name", ""): op_label(layer.get("type", ""), layer.get("version"), layer.get("name", ""))
+            for layer in ElementTree.parse(xml).getroot().iterfind("layers/layer")}
 
 
 def _ir_op(node_name: str, layers: dict[str, str]) -> str:
     layer = node_name
     while layer and layer not in layers:  # our helper nodes are named LAYER/part
         layer = layer.rpartition("/")[0]
-    return f"{layers[layer]} {layer!r}" if layer else f"node {node_name!r}"
+    return layers[layer] if layer else f"node {node_name!r}"
 
 
 def validate(model: onnx.ModelProto, xml: str | Path, *, keep_ops: bool) -> list[str]:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 
+from onnx_bcast.onnxifier.refusals import op_label
+
 
 class Unsupported(ValueError):
     """An IR node whose meaning an owned translation cannot express in ONNX (named in from-ir's refusal)."""
@@ -31,7 +33,7 @@ class IrNode:
     context: Mapping[str, object] = field(default_factory=dict, repr=False)
 
     def label(self) -> str:
-        return f"{self.op_type}-{self.version.removeprefix('opset') or '?'} {self.name!r}"
+        return op_label(self.op_type, self.version, self.name)
 
     def refuse(self, why: str) -> Unsupported:
         return Unsupported(f"{self.label()}: {why}")
