@@ -31,7 +31,9 @@ from onnx_bcast.ops.elementwise import (
 from onnx_bcast.ops.elementwise import RULES as AUTO_BROADCAST_RULES
 
 _FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
-_TRAPPING_DIVISION = (TensorProto.INT32, TensorProto.INT64)  # ONNX Runtime's Div kernels that trap on MIN / -1
+# ONNX Runtime's Div kernels trap on MIN / -1, and so do its Mod's (fmod=0) in 1.20 to 1.30 (measured; 1.32 not)
+_TRAPPING_DIVISION = (TensorProto.INT32, TensorProto.INT64)
+_FMOD_IN_DOUBLE = (TensorProto.INT64, TensorProto.UINT64)  # Mod fmod=1 through double in 1.20 to 1.30: see _exact_mod
 
 
 class ElementwiseRule:
@@ -79,9 +81,11 @@ class ElementwiseRule:
     def emit_standard(self, emit: Emitter, bound: Bound, b: str, form: str) -> None:
         """The standard op on A and ``b``, B already aligned for numpy broadcasting."""
         attrs = {"fmod": int(bound.attrs["fmod"])} if self.op == "Mod" else {}
-        wrapped = self.op == "Div" and form == "direct" and bound.types[0] in _TRAPPING_DIVISION \
+        wrapped = self.op in ("Div", "Mod") and form == "direct" and bound.types[0] in _TRAPPING_DIVISION \
             and not bound.division_proven_safe
-        if floors(self.op, bound.attrs, bound.types[0]):
+        if self.op == "Mod" and form == "direct" and (wrapped or bound.types[0] in _FMOD_IN_DOUBLE):
+            _exact_mod(emit, bound.inputs[0], b, bound.output, bound.types[0], attrs["fmod"], wrapped)
+        elif floors(self.op, bound.attrs, bound.types[0]):
             _floor_div(emit, bound.inputs[0], b, bound.output, form, bound.types[0], wrapped)
         elif wrapped:
             _wrapped_div(emit, bound.inputs[0], b, bound.output, bound.types[0])
@@ -103,6 +107,19 @@ class ElementwiseRule:
         if unsqueeze:
             b = emit.unsqueeze(b, unsqueeze)
         return b
+
+
+def _exact_mod(emit: Emitter, a: str, b: str, output: str | None, elem: int, fmod: int, wrapped: bool) -> str:
+    """A signed or 64-bit integer ``Mod`` that no ONNX Runtime gets wrong: with ``wrapped`` the divisor -1 becomes 1
+    (both remainders are 0; onnxruntime 1.20 to 1.30 die of SIGFPE on ``INT_MIN % -1`` with fmod=0); with fmod=1 on
+    64-bit integers, which those versions compute through double (wrong past 2**53), ``a - Div(a, b) * b`` (int64:
+    C's truncating quotient) or fmod=0 (uint64: the same remainder)."""
+    if wrapped:
+        b = emit.standard("Where", [emit.standard("Equal", [b, emit.scalar(-1, elem)]), emit.scalar(1, elem), b])
+    if fmod and elem == TensorProto.INT64:
+        product = emit.standard("Mul", [emit.standard("Div", [a, b]), b])
+        return emit.standard("Sub", [a, product], output)
+    return emit.standard("Mod", [a, b], output, fmod=0 if elem == TensorProto.UINT64 else fmod)
 
 
 def _wrapped_div(emit: Emitter, a: str, b: str, output: str | None, elem: int) -> str:

@@ -59,6 +59,19 @@ def sums_gradients(model: ModelProto) -> bool:
                for container, _ in all_node_lists(model) for n in container.node)
 
 
+# standard ops whose float outputs are sums: ONNX Runtime's kernels and numpy (``onnx.reference``) add in other orders
+SUMMING_OPS = frozenset({"MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "ReduceSum", "ReduceMean",
+                         "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "Softmax",
+                         "LogSoftmax", "LayerNormalization", "AveragePool", "GlobalAveragePool"})
+
+
+def sums_floats(model: ModelProto) -> bool:
+    """Whether ``model``'s float outputs may hold sums whose last bits depend on the runtime: a gradient of ours
+    (``sums_gradients``), or a standard op that sums (``SUMMING_OPS``: ORT and ``onnx.reference`` differ there)."""
+    return sums_gradients(model) or any(n.domain in ("", "ai.onnx") and n.op_type in SUMMING_OPS
+                                        for container, _ in all_node_lists(model) for n in container.node)
+
+
 def matches(a: Any, b: Any, sums: bool = False) -> bool:
     """``identical``; with ``sums``, float outputs may also differ by summation-order rounding (``SUM_ULPS`` units
     of the largest magnitude)."""

@@ -64,14 +64,20 @@ def test_there_are_bundled_models() -> None:
 
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
 def test_converted_runs_in_reference_evaluator_bit_identical(path: Path) -> None:
-    _, converted, session = _custom_and_converted(path)
+    """Bit for bit, but where a MatMul sums floats: numpy (onnx.reference) and ONNX Runtime add in other orders (with
+    onnxruntime 1.20 and numpy 1.26 the last bits of paddle_matmul_bias differ), so there within float32 rounding."""
+    model, converted, session = _custom_and_converted(path)
     names = [o.name for o in session.get_outputs()]
     reference = ReferenceEvaluator(converted)
+    sums = any(n.op_type == "MatMul" for n in _nodes(model))
     for feeds in _feed_variants(session):
         for name, ours, ref in zip(names, session.run(None, feeds), reference.run(None, feeds), strict=True):
             ref = np.asarray(ref)
             assert (ref.dtype, ref.shape) == (ours.dtype, ours.shape), name
-            assert ref.tobytes() == ours.tobytes(), name
+            if sums:
+                np.testing.assert_allclose(ref, ours, rtol=1e-5, atol=1e-5 * float(np.abs(ours).max(initial=1)))
+            else:
+                assert ref.tobytes() == ours.tobytes(), name
 
 
 def _openvino_outputs(converted: onnx.ModelProto, feeds: dict[str, np.ndarray], names: list[str]) -> list[np.ndarray]:

@@ -89,7 +89,9 @@ def test_rewrites_are_the_standard_op_and_an_unsqueeze_for_pdpd() -> None:
     # pdpd B (3,4) at axis 1 of a rank-4 A needs one Unsqueeze (axes [0, 3]); numpy and none need nothing
     assert counts.pop("Unsqueeze") == 16
     # each signed int32/int64 Div of a run-time divisor is wrapped (docs/ops.md): Where(b == -1, -a, Div(a, b'))
-    wrapped = Counter({"Constant": 6, "Equal": 3, "Where": 6, "Neg": 3})
+    # each such Mod divides by Where(b == -1, 1, b)
+    wrapped = Counter({"Constant": 6, "Equal": 3, "Where": 6, "Neg": 3}) + Counter({"Constant": 6, "Equal": 3,
+                                                                                    "Where": 3})
     assert counts == Counter({op: 3 for op in ALL_OPS}) + wrapped
     report_lines = convert_with_report(every_op_model(17, static=True))[1].lines()
     assert "Add(auto_broadcast=pdpd): 1 rewritten" in report_lines
@@ -304,3 +306,35 @@ def test_pdpd_inside_a_model_local_function_converts_where_its_call_site_gives_t
     a, b = np.arange(24, dtype=np.float32).reshape(2, 3, 4), np.array([10, 20, 30], np.float32)
     plain = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
     np.testing.assert_array_equal(plain.run(None, {"A": a, "B": b})[0], a + b.reshape(1, 3, 1))
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+def test_64_bit_remainders_are_exact_past_2_to_the_53(dtype: str, fmod: int) -> None:
+    """onnxruntime 1.20 to 1.30 compute ``Mod`` fmod=1 of 64-bit integers through double (``INT64_MAX fmod -2``
+    gives 0): every path gives the exact remainder. Expected: Python's integers (C's fmod: the dividend's sign)."""
+    info = np.iinfo(dtype)
+    a = np.array([info.max, info.max - 2, info.min + 1, 2 ** 53 + 1], dtype)
+    b = np.array([-2, 10, 7, 2] if dtype == "int64" else [2, 10, 7, 2], dtype)
+
+    def remainder(x: int, y: int) -> int:
+        if not fmod:
+            return x % y
+        r = abs(x) % abs(y)
+        return -r if x < 0 else r
+
+    want = np.array([remainder(int(x), int(y)) for x, y in zip(a.tolist(), b.tolist(), strict=True)], dtype)
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    node = helper.make_node("Mod", ["a", "b"], ["y"], domain="onnx_bcast", auto_broadcast="numpy", fmod=fmod)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", elem, ["n"]),
+                                            helper.make_tensor_value_info("b", elem, ["n"])],
+                              [helper.make_tensor_value_info("y", elem, None)])
+    model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 17),
+                                                                  helper.make_opsetid("onnx_bcast", 1)])
+    feeds = {"a": a, "b": b}
+    converted = onnx_bcast.convert(model)
+    runs = {backend: onnx_bcast.InferenceSession(model, backend=backend).run(None, feeds)[0]
+            for backend in ("numpy", "native")}
+    runs["converted in ORT"] = plain_session(converted).run(None, feeds)[0]
+    for where, got in runs.items():
+        np.testing.assert_array_equal(got, want, err_msg=where)

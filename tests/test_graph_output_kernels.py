@@ -37,7 +37,7 @@ def _plain(model: onnx.ModelProto) -> ort.InferenceSession:
 
 def _kernel_and_check(prepared: onnx.ModelProto) -> tuple[onnx.NodeProto, onnx.NodeProto]:
     """The guarded kernel and the Reshape that reads its status."""
-    (kernel,) = [n for n in prepared.graph.node if n.domain == "onnx_bcast.ort"]
+    (kernel,) = [n for n in prepared.graph.node if n.domain == "onnx_bcast.ort" and n.op_type == "Broadcast"]
     (check,) = [n for n in prepared.graph.node if n.op_type == "Reshape" and n.input[1] == kernel.output[1]]
     return kernel, check
 

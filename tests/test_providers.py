@@ -82,6 +82,16 @@ def test_a_missing_library_is_named(tmp_path: Path) -> None:
         onnx_bcast.InferenceSession(_explicit_model(), ep_libraries=[str(tmp_path / "no_such_lib.so")])
 
 
+def test_an_onnx_runtime_without_plugin_eps_is_named(tmp_path: Path) -> None:
+    """ONNX Runtime before 1.23 has no ``register_execution_provider_library``: the error says which version can."""
+    if hasattr(ort, "register_execution_provider_library"):
+        pytest.skip(f"onnxruntime {ort.__version__} loads plugin EPs (this checks the declared minimum's message)")
+    library = tmp_path / "plugin.so"
+    library.write_bytes(b"")
+    with pytest.raises(providers.ProviderError, match=r"onnxruntime 1\.\d+\.\d+ cannot load plugin .*>= 1\.23"):
+        onnx_bcast.InferenceSession(_explicit_model(), ep_libraries=[str(library)])
+
+
 class _FakeOrt:
     """The parts of ONNX Runtime >= 1.23 that plugin EPs use, with one plugin library offering 'PluginEP'."""
 

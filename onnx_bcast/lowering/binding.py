@@ -34,8 +34,8 @@ class Bound(Declared):
     computed: list = field(default_factory=list)
     fact_names: list[str] = field(default_factory=list)
     derived_dims: list = field(default_factory=list)  # per input: dims with symbols of the values they come from
-    # a signed Div that cannot meet the type's minimum divided by -1 (a constant divisor without -1, or a constant
-    # dividend without the minimum): ``Div`` needs no wrapped form
+    # a signed Div or Mod that cannot meet the type's minimum divided by -1 (a constant divisor without -1, or a
+    # constant dividend without the minimum): it needs no wrapped form
     division_proven_safe: bool = False
 
     def static_shape(self, i: int) -> tuple[int, ...] | None:
@@ -101,10 +101,10 @@ _TRAPPING_DIVISIONS = {TensorProto.INT32: np.iinfo(np.int32).min, TensorProto.IN
 
 
 def _with_division_facts(bound: Bound, facts: StaticFacts) -> Bound:
-    """``bound`` with ``division_proven_safe`` set for a signed int32/int64 ``Div`` whose constant divisor holds no
-    -1 or whose constant dividend holds no minimum (the constants' data is not in the signature: the flag is in
-    the replay key). Only constants prove it: a function body's values are typed per call site."""
-    minimum = _TRAPPING_DIVISIONS.get(bound.types[0]) if bound.op == "Div" else None
+    """``bound`` with ``division_proven_safe`` set for a signed int32/int64 ``Div`` or ``Mod`` whose constant
+    divisor holds no -1 or whose constant dividend holds no minimum (the constants' data is not in the signature:
+    the flag is in the replay key). Only constants prove it: a function body's values are typed per call site."""
+    minimum = _TRAPPING_DIVISIONS.get(bound.types[0]) if bound.op in ("Div", "Mod") else None
     if minimum is None or bound.in_function:
         return bound
     dividend, divisor = (facts.values.get(name) for name in bound.inputs[:2])

@@ -81,11 +81,11 @@ def _library_path(library: str | os.PathLike) -> str:
 
 def register_library(library: str | os.PathLike) -> str:
     """Register a plugin EP library with ONNX Runtime once per process (by its resolved path); its path."""
+    path = _library_path(library)  # a missing file is named first, whatever ONNX Runtime is installed
     ort = onnxruntime()
     if not hasattr(ort, "register_execution_provider_library"):
-        raise ProviderError(f"plugin EP library {str(library)!r}: onnxruntime {ort.__version__} cannot load plugin "
+        raise ProviderError(f"plugin EP library {path!r}: onnxruntime {ort.__version__} cannot load plugin "
                               "execution providers (onnxruntime >= 1.23 can)")
-    path = _library_path(library)
     if path not in _registered:
         builtin_providers()  # before the first registration
         name = f"onnx_bcast_{len(_registered)}_{Path(path).stem}"
