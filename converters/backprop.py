@@ -94,7 +94,10 @@ class BroadcastV0BackpropRule:
     def check(self, bound: Bound) -> str | None:
         axes = [int(a) for a in bound.attrs["broadcast_axes"]]
         given = bound.ints(1) if len(bound.inputs) > 1 and bound.inputs[1] else None
-        if len(bound.inputs) > 1 and bound.inputs[1] and (given is None or sorted(given) != sorted(axes)):
+        if len(bound.inputs) > 1 and bound.inputs[1] and given is None:
+            raise bound.limit("broadcast_axes_input must be a constant equal to the broadcast_axes attribute to be "
+                              "converted")
+        if len(bound.inputs) > 1 and bound.inputs[1] and sorted(given) != sorted(axes):
             return "broadcast_axes_input must be a constant equal to the broadcast_axes attribute to be converted"
         rank = bound.rank(0)
         try:

@@ -118,8 +118,8 @@ class BroadcastLikeV0Rule:
         if given is None:
             return None  # the ONNX Runtime form's axes, fed at run time: v0_runtime checks them there
         if not given and (bound.static_shape(0) is None or bound.static_shape(1) is None):
-            return ("cannot convert: broadcast axes are deduced from the shapes of arg and like_arg, which are not "
-                    "statically known; set initial_broadcast_axes")
+            raise bound.limit("cannot convert: broadcast axes are deduced from the shapes of arg and like_arg, "
+                              "which are not statically known; set initial_broadcast_axes")
         if any(a < 0 for a in given) or len(set(given)) != len(given):
             return f"initial_broadcast_axes {given} must be distinct and not negative"
         rank = bound.rank(1)

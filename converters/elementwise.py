@@ -53,8 +53,8 @@ class ElementwiseRule:
         if reason is None and self.mode == "pdpd":
             rank_a, rank_b = bound.rank(0), bound.rank(1)
             if rank_a is None or rank_b is None:
-                return ("converting pdpd needs the ranks of A and B; give the model's inputs static ranks (onnx "
-                        "shape inference found none)")
+                raise bound.limit("converting pdpd needs the ranks of A and B; give the model's inputs static "
+                                  "ranks (onnx shape inference found none)")
             axis = int(bound.attrs["axis"])
             start = rank_a - rank_b if axis == -1 else axis
             if rank_b > rank_a or axis < -1 or start > rank_a:
@@ -65,10 +65,10 @@ class ElementwiseRule:
         if self.op == "Mod" and not int(bound.attrs["fmod"]) and bound.types[0] in _FLOAT_TYPES:
             emit.require(28, "Mod of floating-point inputs with fmod=0")  # ONNX defines it from Mod-28 on
         if self.op == "Div" and int(bound.attrs["pythondiv"]) and bound.types[0] is None:
-            raise emit.fail("pythondiv=1 floors signed integers only: converting it needs A's element type (onnx "
+            raise emit.limit("pythondiv=1 floors signed integers only: converting it needs A's element type (onnx "
                             "shape inference found none)")
         if bound.types[0] is None and bound.in_function and form_depends_on_type(self.op, emit.opset):
-            raise emit.fail(f"the standard {self.op}-{emit.opset} is written per element type, which a function body "
+            raise emit.limit(f"the standard {self.op}-{emit.opset} is written per element type, which a function body "
                             "does not give (its call sites do)")
         form = emit.elementwise_form(self.op, bound.types[0])
         b = self.align_pdpd(emit, bound) if self.mode == "pdpd" else bound.inputs[1]

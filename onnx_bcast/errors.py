@@ -34,6 +34,17 @@ class BroadcastError(ValueError):
         return BroadcastError(self.op, self.mode, self.detail, node, self.mode_attr)
 
 
+class NotLowerable(BroadcastError):
+    """A node the lowering cannot write as standard ONNX: a limit of the conversion (a rank or type onnx's shape
+    inference did not find, an opset without the form), not a fault of the inputs, which may be valid."""
+
+    def __reduce__(self):
+        return (NotLowerable, (self.op, self.mode, self.detail, self.node, self.mode_attr))
+
+    def with_node(self, node: str | None) -> NotLowerable:
+        return NotLowerable(self.op, self.mode, self.detail, node, self.mode_attr)
+
+
 class LazyText:
     """Text made when it is shown: the shapes part of a message that a valid call never shows (formatting it on
     every call costs more than the check)."""

@@ -362,6 +362,35 @@ def test_gemm_c(a_shape: tuple, b_shape: tuple, c_shape: tuple, broadcast: int, 
         np.testing.assert_allclose(_run_path(model, path, feeds)["y"], want, rtol=1e-5, err_msg=path)
 
 
+@pytest.mark.parametrize("broadcast", [0, 1])
+def test_gemm_with_a_symbolic_batch_imports_and_c_is_checked_at_run_time(broadcast: int) -> None:
+    """A [N, 5], B [5, 4], C [N, 4] (broadcast=0) or [4] (broadcast=1): onnx's version converter alone refuses any
+    dim_param in a Gemm. broadcast=0's C must be [M, N] exactly: a C of [1, 4] (which Gemm-7 would broadcast) fails
+    on every path, naming the legacy node; a valid C gives numpy's formula."""
+    c_dims = ["N", 4] if broadcast == 0 else [4]
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], name="fc", broadcast=broadcast, alpha=0.5, beta=2.0)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 5]),
+                                            helper.make_tensor_value_info("b", TensorProto.FLOAT, [5, 4]),
+                                            helper.make_tensor_value_info("c", TensorProto.FLOAT, c_dims)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 6)], ir_version=3)
+    rng = np.random.default_rng(3)
+    for n in (1, 3):
+        feeds = {"a": rng.standard_normal((n, 5)).astype(np.float32), "b": rng.standard_normal((5, 4)).astype(
+            np.float32), "c": rng.standard_normal((n, 4) if broadcast == 0 else (4,)).astype(np.float32)}
+        want = 0.5 * feeds["a"] @ feeds["b"] + 2.0 * feeds["c"]
+        for path in PATHS:
+            np.testing.assert_allclose(_run_path(model, path, feeds)["y"], want, rtol=1e-5, err_msg=path)
+    if broadcast == 0:
+        feeds = {"a": np.ones((3, 5), np.float32), "b": np.ones((5, 4), np.float32), "c": np.ones((1, 4), np.float32)}
+        for path in PATHS:
+            error = onnx_bcast.BroadcastError if path != "converted" else Exception
+            with pytest.raises(error) as failed:
+                _run_path(model, path, feeds)
+            if path != "converted":
+                assert str(failed.value).startswith("Gemm-6(broadcast=0) node 'fc': "), path
+
+
 def _conv(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """A plain 2-D convolution (no padding, stride 1), NCHW."""
     windows = np.lib.stride_tricks.sliding_window_view(x, w.shape[2:], axis=(2, 3))  # N, C, H', W', kh, kw

@@ -123,3 +123,43 @@ def gemm_node(node: NodeProto, label: str, version: int, shapes: dict[str, Dims 
             node.attribute.extend(kept)
     return legacy
 
+
+
+HELD_GEMM_DOMAIN = "onnx_bcast.legacy_gemm"  # a Gemm-1/6 during onnx's version converter (see ``gemm_nodes``)
+
+
+def gemm_nodes(node: NodeProto, legacy: LegacyNode, shapes: dict[str, Dims | None], names: NameGenerator
+               ) -> list[NodeProto]:
+    """Gemm-1/6 (checked by ``gemm_node``) held out of onnx's version converter, whose Gemm 6 -> 7 adapter asserts
+    that every dim is fixed: the node is put in ``HELD_GEMM_DOMAIN`` and ``release_gemm`` makes it the default
+    domain's Gemm again, without ``broadcast``. Gemm-7 on broadcasts C unidirectionally to ``[M, N]``: what
+    ``broadcast=1`` did. ``broadcast=0`` needs C of exactly ``[M, N]``: where the known dims do not prove it, the
+    output is ``Broadcast(Y, Shape(C), axes_mapping=[0, 1], mode="explicit")``, which fails unless each ``[M, N]``
+    dim equals C's or is 1, and Gemm-7 fails unless each C dim equals ``[M, N]``'s or is 1: both hold only when C is
+    ``[M, N]``, and then the output is Y itself."""
+    held = helper.make_node("Gemm", list(node.input), list(node.output), name=node.name or None,
+                            domain=HELD_GEMM_DOMAIN)
+    held.attribute.extend(node.attribute)
+    held.doc_string = node.doc_string
+    a, b, c = (shapes.get(name) for name in node.input)
+    attrs = _attrs(node)
+    if legacy.broadcast or legacy_rules.gemm_c_is_exact(a, b, c, int(attrs.get("transA", 0)),
+                                                        int(attrs.get("transB", 0))):
+        return [held]
+    y = node.output[0]
+    raw, shape, axes = names(f"{y}_unchecked"), names(f"{node.input[2]}_shape"), names(f"{y}_axes")
+    held.output[0] = raw
+    label = f"{legacy.label}.C"  # no "/": ONNX Runtime's names of guards are "<label>/guard: ..."
+    return [held, helper.make_node("Shape", [node.input[2]], [shape]),
+            helper.make_node("Constant", [], [axes], value=numpy_helper.from_array(np.array([0, 1], np.int64), axes)),
+            helper.make_node("Broadcast", [raw, shape, axes], [y], name=names(label), domain=schemas.DOMAIN,
+                             mode="explicit", doc_string=f"onnx-bcast: legacy Gemm '{legacy.label}' with broadcast=0: "
+                                                         "C must be [M, N]")]
+
+
+def release_gemm(node: NodeProto) -> None:
+    """A Gemm ``gemm_nodes`` held, after the version converter: the default domain's Gemm, without ``broadcast``."""
+    node.domain = ""
+    kept = [a for a in node.attribute if a.name != "broadcast"]
+    del node.attribute[:]
+    node.attribute.extend(kept)

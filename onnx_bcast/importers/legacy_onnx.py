@@ -11,7 +11,14 @@ import onnx
 from onnx import ModelProto, NodeProto, helper
 
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.importers.legacy_nodes import binary_node, gemm_node, prelu_node
+from onnx_bcast.importers.legacy_nodes import (
+    HELD_GEMM_DOMAIN,
+    binary_node,
+    gemm_node,
+    gemm_nodes,
+    prelu_node,
+    release_gemm,
+)
 from onnx_bcast.importers.legacy_rules import BINARY, LAST_LEGACY_OPSET, Dims, LegacyNode
 from onnx_bcast.importers.upgrade import upgrade
 from onnx_bcast.model.claims import restore_outputs, set_claims_aside
@@ -125,8 +132,12 @@ def import_with_report(model: str | os.PathLike | bytes | ModelProto, *, opset: 
             result.rewritten[(legacy.form, how.replace("<opset>", str(target)))] += 1
         elif node.op_type == "Gemm":
             legacy = gemm_node(node, label, version, shapes)
-            nodes.append(node)
-            result.rewritten[(legacy.form, f"Gemm-{target} (C broadcast unidirectionally to [M, N])")] += 1
+            made = gemm_nodes(node, legacy, shapes, names)
+            nodes.extend(made)
+            if len(made) > 1:
+                by_output[made[-1].output[0]] = legacy
+            how = "C broadcast unidirectionally to [M, N]" + (", checked to be [M, N]" if len(made) > 1 else "")
+            result.rewritten[(legacy.form, f"Gemm-{target} ({how})")] += 1
         else:
             nodes.append(node)
             result.upgraded += 1
@@ -134,7 +145,17 @@ def import_with_report(model: str | os.PathLike | bytes | ModelProto, *, opset: 
     work.graph.node.extend(nodes)
     if by_output and opset_version(list(work.opset_import), schemas.DOMAIN) is None:
         work.opset_import.append(helper.make_opsetid(schemas.DOMAIN, schemas.VERSION))
+    held = any(node.domain == HELD_GEMM_DOMAIN for node in nodes)
+    if held:
+        work.opset_import.append(helper.make_opsetid(HELD_GEMM_DOMAIN, 1))
     upgraded = upgrade(work, version, target)
+    if held:
+        for node in upgraded.graph.node:
+            if node.domain == HELD_GEMM_DOMAIN:
+                release_gemm(node)
+        kept = [o for o in upgraded.opset_import if o.domain != HELD_GEMM_DOMAIN]
+        del upgraded.opset_import[:]
+        upgraded.opset_import.extend(kept)
     restore_outputs(upgraded, declared)
     needed = helper.find_min_ir_version_for(list(upgraded.opset_import), ignore_unknown=True)
     upgraded.ir_version = max(upgraded.ir_version, needed)  # opset 17 needs IR 8; a legacy file says 3

@@ -140,6 +140,14 @@ def gemm_error(a: Dims | None, b: Dims | None, c: Dims | None, broadcast: int, t
     return None
 
 
+def gemm_c_is_exact(a: Dims | None, b: Dims | None, c: Dims | None, trans_a: int, trans_b: int) -> bool:
+    """Whether the known dims prove C is ``[M, N]`` (fixed dims, equal; a shared ``dim_param`` proves nothing)."""
+    if a is None or b is None or c is None or len(a) != 2 or len(b) != 2 or len(c) != 2:
+        return False
+    m, n = a[1] if trans_a else a[0], b[0] if trans_b else b[1]
+    return None not in (m, n, *c) and tuple(c) == (m, n)
+
+
 def _fmt(dims: Dims | None) -> str:
     if dims is None:
         return "(rank unknown)"

@@ -10,7 +10,7 @@ from typing import Any
 import onnx
 from onnx import NodeProto
 
-from onnx_bcast.errors import BroadcastError
+from onnx_bcast.errors import BroadcastError, NotLowerable
 from onnx_bcast.onnx_defs import schemas
 from onnx_bcast.onnx_defs.inference import attribute_value
 from onnx_bcast.ops import SPEC_BY_NAME
@@ -74,6 +74,10 @@ class Declared:
     def fail(self, detail: str) -> BroadcastError:
         """A BroadcastError naming this node, its op and its mode."""
         return BroadcastError(self.op, self.mode, detail, self.label, mode_attr=self.spec.mode_attr)
+
+    def limit(self, detail: str) -> NotLowerable:
+        """A NotLowerable naming this node: the lowering cannot write it (its inputs may be valid)."""
+        return NotLowerable(self.op, self.mode, detail, self.label, mode_attr=self.spec.mode_attr)
 
 
 _DECLARED: dict[tuple, tuple[OpSpec, dict[str, Any], int, str]] = {}  # a valid form -> spec, attributes, kept

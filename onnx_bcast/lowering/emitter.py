@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from onnx import NodeProto, TensorProto
 
-from onnx_bcast.errors import BroadcastError
+from onnx_bcast.errors import BroadcastError, NotLowerable
 from onnx_bcast.lowering.check_forms import CheckForms
 from onnx_bcast.lowering.elementwise_forms import ElementwiseForms
 from onnx_bcast.lowering.node_build import make_node
@@ -56,11 +56,15 @@ class Emitter(CheckForms, ShapeForms, ElementwiseForms):
     def require(self, min_opset: int, what: str) -> None:
         """Fail with the minimum opset when the model's opset cannot express ``what``."""
         if self.opset < min_opset:
-            raise self.fail(f"{what} needs default-domain opset >= {min_opset}; the model uses opset {self.opset}")
+            raise self.limit(f"{what} needs default-domain opset >= {min_opset}; the model uses opset {self.opset}")
 
     def fail(self, detail: str) -> BroadcastError:
         """A BroadcastError naming the node being rewritten."""
         return BroadcastError(self.op, self.mode, detail, self.node_name, mode_attr=self.mode_attr)
+
+    def limit(self, detail: str) -> NotLowerable:
+        """A NotLowerable naming the node being rewritten: the lowering cannot write it (valid inputs may exist)."""
+        return NotLowerable(self.op, self.mode, detail, self.node_name, mode_attr=self.mode_attr)
 
     def _node(self, op_type: str, inputs: Sequence[str], output: str | None, domain: str = "", **attrs) -> str:
         return self._multi(op_type, inputs, [output], domain, **attrs)[0]

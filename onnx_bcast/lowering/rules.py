@@ -66,5 +66,5 @@ class RuleSet:
     def rule_for(self, declared: Declared) -> Rule:
         rule = self.rules.get((declared.op, declared.mode))
         if rule is None:
-            raise declared.fail(f"no {self.name} rule takes this op and mode")
+            raise declared.limit(f"no {self.name} rule takes this op and mode")
         return rule

@@ -11,7 +11,7 @@ import numpy as np
 from onnx import ModelProto
 
 from onnx_bcast.converters import STANDARD
-from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.errors import BroadcastError, NotLowerable, fmt_shape
 from onnx_bcast.importers.legacy_onnx import imported_if_legacy
 from onnx_bcast.lowering.declaring import declare, node_label
 from onnx_bcast.lowering.engine import lower
@@ -68,6 +68,8 @@ class InferenceSession(ort.InferenceSession):
         self.source_model, self._legacy = imported_if_legacy(load_model(model))
         self._max_output_bytes = max_output_bytes
         self._explainer: InferenceSession | None = None
+        # backend 'native' whose runs all fail: why; the numpy backend runs only to raise its error, never a value
+        self._every_input_fails: str | None = None
         self._labels: set[str] | None = None
         options = sess_options
         if options is None:
@@ -78,9 +80,13 @@ class InferenceSession(ort.InferenceSession):
         if backend == "native":
             try:
                 self.prepared_model = lower(self.source_model, STANDARD).model
-            except BroadcastError:
+            except NotLowerable as err:  # a limit of the lowering, not of the inputs: no Python kernel runs instead
+                raise NotLowerable(err.op, err.mode, f"{err.detail} (backend 'native' runs the model as standard "
+                                   "ONNX only; backend 'numpy' runs this node)", err.node, err.mode_attr) from None
+            except BroadcastError as err:
                 # the converter proves from ranks alone that every input fails: the numpy backend, if it can
                 # make a session, fails each run with the message it gives (else its error is raised here)
+                self._every_input_fails = f"the lowering proved that every input fails ({err})"
                 self.backend = "numpy"
                 self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes,
                                               direct_outputs=True)
@@ -94,8 +100,9 @@ class InferenceSession(ort.InferenceSession):
                 if node is None or self._our_label(node) is None:
                     raise
                 # ORT folded one of our checks to a constant failure: every input fails. The numpy backend runs
-                # instead, so that each run raises the same error the numpy backend gives.
+                # instead, so that each run raises the same error the numpy backend gives (never a value).
                 logger.debug("native form refused when loaded (%s); running the numpy backend", exc)
+                self._every_input_fails = f"ONNX Runtime refused the standard form of node '{node}' ({exc})"
                 self.backend = "numpy"
         self.prepared_model = prepare(self.source_model, quiet=True, max_output_bytes=max_output_bytes,
                                       direct_outputs=True)
@@ -126,6 +133,11 @@ class InferenceSession(ort.InferenceSession):
             raise self._legacy.explain(err) from None
 
     def _run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: Any) -> list[Any]:
+        if self._every_input_fails is not None:
+            self._run_numpy(output_names, input_feed, run_options)
+            raise RuntimeError(f"backend 'native' cannot run this model: {self._every_input_fails}, yet the numpy "
+                               "backend computed outputs, which backend 'native' does not hand back (backend 'numpy' "
+                               "runs it)")
         if self.backend == "native":
             try:
                 return super().run(output_names, input_feed, run_options)
@@ -139,6 +151,10 @@ class InferenceSession(ort.InferenceSession):
                 if explained is None:
                     raise
                 raise explained from None
+        return self._run_numpy(output_names, input_feed, run_options)
+
+    def _run_numpy(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: Any) -> list[Any]:
+        """A run of the numpy backend's session (our ops as Python kernels): a kernel's error is raised."""
         run_state = kernels.guarded_run
         run_state.active, run_state.error_id = True, None
         try:
