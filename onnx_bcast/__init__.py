@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from onnx_bcast.convert import convert
-from onnx_bcast.errors import BroadcastError, VerificationError
+from onnx_bcast.errors import BroadcastError, NotLowerable, VerificationError
 from onnx_bcast.importers.legacy_onnx import import_legacy
 from onnx_bcast.model.files import save_model
 from onnx_bcast.onnx_defs.schemas import register as register_schemas
@@ -66,6 +66,7 @@ __all__ = [
     "BroadcastError",
     "InferenceSession",
     "LowerToStandard",
+    "NotLowerable",
     "VerificationError",
     "convert",
     "broadcast",
