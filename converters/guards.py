@@ -18,6 +18,7 @@ from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.ops.common import MAX_ELEMENTS, MAX_RANK, nonzero_product
 
 GUARD_OPSET = 11  # Equal/Less/Greater on int64, ScatterElements-era Slice and ConstantOfShape
+_FOLDABLE = frozenset({"Shape", "Add", "Sub"})  # 1-D int64 arithmetic of lengths (``Guard._fold_lengths``)
 
 
 class Guard:
@@ -43,7 +44,11 @@ class Guard:
         return self.emit.standard(op_type, list(inputs), None, **attrs)
 
     def at_least(self, x: str, y: str) -> str:
-        """``x >= y`` as ``Not(x < y)`` (GreaterOrEqual is opset 12)."""
+        """``x >= y`` as ``Not(x < y)`` (GreaterOrEqual is opset 12); ``x > y - 1`` where ``y`` is a one-element
+        integer constant (one node)."""
+        known = self.emit.known_constants.get(y)
+        if known is not None and len(known) == 1:
+            return self.op("Greater", x, self.i64(known[0] - 1))
         return self.op("Not", self.op("Less", x, y))
 
     def at_most(self, x: str, y: str) -> str:
@@ -73,9 +78,9 @@ class Guard:
                                       f"(8-byte elements must fit int64 sizes); {known_shapes(self.bound)}")
             return
         double = TensorProto.DOUBLE
-        count = self.op("ReduceProd", self.op("Max", self.emit.cast(target, double),
-                                              self.emit.cast(self.i64(1), double)), keepdims=1)
-        limit = self.emit.cast(self.i64(MAX_ELEMENTS + 1), double)  # 2**60 exactly, in float64
+        count = self.op("ReduceProd", self.op("Max", self.emit.cast(target, double), self.emit.const_f64([1.0], "one")),
+                        keepdims=1)
+        limit = self.emit.const_f64([float(MAX_ELEMENTS + 1)], "max_elements")  # 2**60 exactly, in float64
         self.require(self.op("Less", count, limit), "the output's non-zero dims multiply to at most 2**60 - 1")
 
     def settle(self) -> None:
@@ -90,6 +95,29 @@ class Guard:
             if verdict is None:
                 kept.append((condition, rule))
         self.conditions = kept
+        if kept:
+            self._fold_lengths(facts)
+
+    def _fold_lengths(self, facts: GuardFacts) -> None:
+        """Lengths and their arithmetic whose every element is known (a rank, a shape input's length, their
+        differences) become int64 constants: a node fewer each at run time. Never a ``Shape`` of data: a tie reads
+        those, and a data path on a constant shape is what tools fold (``tie_expand``)."""
+        if not self.emit.allow_initializers:
+            return
+        lengths = set(self.emit.known_constants) | {name for i, name in enumerate(self.bound.inputs)
+                                                     if name and self.bound.spec.inputs[i].type_param == "T_SHAPE"}
+        shapes = {n.output[0] for n in self.emit.nodes if n.op_type == "Shape"}
+        for node in list(self.emit.nodes):
+            if len(node.output) != 1 or node.op_type not in _FOLDABLE:
+                continue
+            if node.op_type == "Shape":
+                foldable = node.input[0] in shapes or node.input[0] in lengths
+            else:
+                foldable = all(name in lengths for name in node.input)
+            value = facts.value(node.output[0]) if foldable else None
+            if value is not None and all(type(e) is int for e in value):
+                self.emit.fold_to_constant(node, value)
+                lengths.add(node.output[0])
 
     def token(self) -> str:
         """``[0]`` (int64), computed only when every open condition held: the run fails otherwise.

@@ -23,32 +23,34 @@ class CheckForms:
         return self.tied(x, shape, token)
 
     def check_token(self, conditions: Sequence[str], name: str) -> str:
-        """``[0]`` (int64), computed only when every condition (a bool tensor) holds everywhere.
+        """``0`` (an int64 scalar), computed only when every condition (a bool tensor) holds everywhere.
 
-        With ``bad`` the number of false elements and ``k = 2**28`` if bad else 0, two probes read ``[k, k, k]``:
-        ``Expand`` to ``[3 + bad]`` (named ``name``), which ONNX Runtime and ``onnx.reference`` check, and
-        ``Reshape`` to ``[1, 3 + bad]`` (named ``name (reshaped)``), which OpenVINO's CPU plugin checks (it runs an
-        incompatible ``Expand`` in shape arithmetic unchecked, and drops a 1-D to 1-D ``Reshape``): three values
-        take neither shape unless bad is 0. The token is the sum of both: 0 when every condition holds. Where a
-        runtime checked neither, it is ``6 * 2**28``, which the data path's ``Expand`` cannot take for any dim but
+        With ``bad`` the number of false elements (the conditions, 1-D vectors, joined), three values
+        ``[k, k, k]`` (``k = 2**28`` if bad else 0, a ``Where``) go through two probes in a row: ``Expand`` to
+        ``[3 + bad]`` (named ``name``), which ONNX Runtime and ``onnx.reference`` check, then ``Reshape`` to
+        ``[1, 3 + bad]`` (named ``name (reshaped)``), which OpenVINO's CPU plugin checks (it runs an incompatible
+        ``Expand`` in shape arithmetic unchecked, returning its input, and drops a 1-D to 1-D ``Reshape``): three
+        values take neither shape unless bad is 0. The token is their sum: 0 when every condition holds. Where a
+        runtime checked neither, it is ``3 * 2**28``, which the data path's ``Expand`` cannot take for any dim but
         1. Its values fit int32 (OpenVINO computes int64 as int32: ``2**40`` was 0 there) and are never negative
         (OpenVINO's reader refuses a ``ConstantOfShape`` that could be, and its ``Broadcast`` moved past an
         elementwise op takes the larger of two shapes). The count is a ``ReduceSum`` with its axes (OpenVINO 2026.0
         fuses a ``ReduceMin`` of a ``Concat`` wrongly).
         """
-        failures = [self.cast(self.standard("Not", [condition]), TensorProto.INT64) for condition in conditions]
-        bad = self.reduce_sum(self.standard("Concat", [self.const_i64([0], "zero"), *failures], axis=0), [0],
+        joined = conditions[0] if len(conditions) == 1 else self.standard("Concat", list(conditions), axis=0)
+        failures = self.cast(self.standard("Not", [joined]), TensorProto.INT64)
+        # a leading 0: never an empty vector, which a folding tool would make an initializer OpenVINO reads as one
+        # element
+        bad = self.reduce_sum(self.standard("Concat", [self.const_i64([0], "zero"), failures], axis=0), [0],
                               keepdims=True)
         size = self.standard("Add", [bad, self.const_i64([3], "three")])
-        failed = self.cast(self.standard("Greater", [bad, self.const_i64([0], "zero")]), TensorProto.INT64)
-        scaled = self.standard("Mul", [failed, self.const_i64([_POISON], "poison")])
-        triple = self.standard("Concat", [scaled, scaled, scaled], axis=0)
+        triple = self.standard("Where", [self.cast(bad, TensorProto.BOOL), self.const_i64([_POISON] * 3, "poison"),
+                                         self.const_i64([0, 0, 0], "zeros")])
         probe = self.named("Expand", [triple, size], name)
         # OpenVINO runs the Expand unchecked but checks a Reshape's element count (2-D: it drops 1-D to 1-D ones)
-        reshaped = self.named("Reshape", [triple, self.standard("Concat", [self.const_i64([1], "one"), size], axis=0)],
+        reshaped = self.named("Reshape", [probe, self.standard("Concat", [self.const_i64([1], "one"), size], axis=0)],
                               f"{name} (reshaped)")
-        return self.standard("Add", [self.reduce_sum(probe, [0], keepdims=True),
-                                     self.reduce_sum(reshaped, [0, 1], keepdims=False)])
+        return self.reduce_sum(reshaped, [0, 1], keepdims=False)  # a scalar: a 1-D sum's length OpenVINO cannot see
 
     def tied(self, x: str, shape: str, token: str, rank_positive: bool = False) -> str:
         """``x`` (whose shape is ``shape``) after a check: ``Expand(x, shape + token)``, the same values for a

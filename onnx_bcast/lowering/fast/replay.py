@@ -131,6 +131,18 @@ class _RecordingEmitter(Emitter):
         self.known_constants[slot] = key
         return slot
 
+    def const_f64(self, values: Sequence[float], hint: str = "const") -> str:
+        self.template.requests.append(("f64", tuple(float(v) for v in values), hint))
+        self.slot_names.next += 1
+        return _slot(self.slot_names.next - 1)
+
+    def fold_to_constant(self, node: NodeProto, values: Sequence[int]) -> None:
+        key = tuple(int(v) for v in values)
+        self.nodes.remove(node)
+        self.known_constants[node.output[0]] = key
+        self.template.requests.append(("fold", _text(node.output[0]), key))  # an initializer of that name
+        self.slot_names.next += 1  # (a slot of its own, unused: every request takes one)
+
 
 class Replays:
     """The recorded rewrites of one lowering pass, by (rule, signature, name pattern, opset)."""
@@ -217,7 +229,15 @@ def _replay(template: _Template, bound: Bound, emit: Emitter, names: list[str]) 
             return False
     names_of, const_i64, add_value = emit.names, emit.const_i64, values.append
     for kind, what, hint in template.requests:
-        add_value(names_of(_fill(what, values)) if kind == "name" else const_i64(what, hint))
+        if kind == "name":
+            add_value(names_of(_fill(what, values)))
+        elif kind == "const":
+            add_value(const_i64(what, hint))
+        elif kind == "f64":
+            add_value(emit.const_f64(what, hint))
+        else:  # "fold": the folded node's output (``what``) as an initializer of its values (``hint``)
+            emit.int64_initializer(_fill(what, values), hint)
+            add_value("")
     doc = proto_bytes.text(proto_bytes.NODE_DOC, emit.doc) if emit.doc else b""
     reads, add_node = emit.reads, emit.serialized.append
     for fixed, attributes, inputs, outputs, name in template.nodes:  # as bytes: the engine splices them in
