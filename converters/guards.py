@@ -2,7 +2,7 @@
 
 All open conditions of a node together become two probes that fail unless they hold (``Emitter.check_token``:
 an ``Expand`` that ONNX Runtime checks and a ``Reshape`` that OpenVINO checks, docs/guards.md). Their sum is the
-*token*, ``[0]``, which is added to an ``Expand`` target the data path needs (the rule's own, or
+*token*, a scalar 0, which is added to an ``Expand`` target the data path needs (the rule's own, or
 ``Expand(x, Shape(x) + token)``): the values and the length stay as they were (so the rank stays static for
 runtimes that need it), and no optimizer can prune or fold the check without evaluating it. The failing node is
 named ``<our node>/guard: <its rules>``, which runtimes quote.

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
-from onnx import TensorProto
+from onnx import NodeProto, TensorProto
 
+from onnx_bcast.lowering.node_build import make_node
 from onnx_bcast.ops.common import MAX_RANK
 
 _POISON = 2**28  # a failed check's token, per probe value: fits int32 (OpenVINO's int64), 3x no dim but 1 meets
@@ -21,6 +23,31 @@ class CheckForms:
         over = self.standard("Greater", [self.shape(shape), self.const_i64([limit], "rank_limit")])
         token = self.check_token([self.standard("Not", [over])], f"{self.node_name}/guard: ranks are at most {limit}")
         return self.tied(x, shape, token)
+
+    def const_f64(self, values: Sequence[float], hint: str = "const") -> str:
+        """A float64 1-D constant: an initializer in graphs, a Constant node in functions (never shared)."""
+        name = self.names(f"{self.node_name}_{hint}")
+        tensor = TensorProto(name=name, data_type=TensorProto.DOUBLE, dims=[len(values)],
+                             raw_data=struct.pack(f"<{len(values)}d", *values))
+        if self.allow_initializers:
+            self.initializers.append(tensor)
+            return name
+        self.nodes.append(make_node("Constant", [], [name], name=self.names(f"{self.node_name}/Constant"),
+                                    doc_string=self.doc, value=tensor))
+        return name
+
+    def fold_to_constant(self, node: NodeProto, values: Sequence[int]) -> None:
+        """``node`` (one of ours, one int64 1-D output whose elements are all known) replaced by an initializer of
+        its output's name; only where initializers are allowed (a function body keeps its node)."""
+        out = node.output[0]
+        self.nodes.remove(node)
+        self.known_constants[out] = tuple(values)
+        self.int64_initializer(out, values)
+
+    def int64_initializer(self, name: str, values: Sequence[int]) -> None:
+        """An int64 1-D initializer ``name`` (not shared: a folded node's output, ``fold_to_constant``)."""
+        self.initializers.append(TensorProto(name=name, data_type=TensorProto.INT64, dims=[len(values)],
+                                             raw_data=struct.pack(f"<{len(values)}q", *values)))
 
     def check_token(self, conditions: Sequence[str], name: str) -> str:
         """``0`` (an int64 scalar), computed only when every condition (a bool tensor) holds everywhere.

@@ -112,31 +112,6 @@ class Emitter(CheckForms, ShapeForms, ElementwiseForms):
                                     doc_string=self.doc, value=tensor))
         return name
 
-    def const_f64(self, values: Sequence[float], hint: str = "const") -> str:
-        """A float64 1-D constant: an initializer in graphs, a Constant node in functions (never shared)."""
-        name = self.names(f"{self.node_name}_{hint}")
-        tensor = TensorProto(name=name, data_type=TensorProto.DOUBLE, dims=[len(values)],
-                             raw_data=struct.pack(f"<{len(values)}d", *values))
-        if self.allow_initializers:
-            self.initializers.append(tensor)
-            return name
-        self.nodes.append(make_node("Constant", [], [name], name=self.names(f"{self.node_name}/Constant"),
-                                    doc_string=self.doc, value=tensor))
-        return name
-
-    def fold_to_constant(self, node: NodeProto, values: Sequence[int]) -> None:
-        """``node`` (one of ours, one int64 1-D output whose elements are all known) replaced by an initializer of
-        its output's name; only where initializers are allowed (a function body keeps its node)."""
-        out = node.output[0]
-        self.nodes.remove(node)
-        self.known_constants[out] = tuple(values)
-        self.int64_initializer(out, values)
-
-    def int64_initializer(self, name: str, values: Sequence[int]) -> None:
-        """An int64 1-D initializer ``name`` (not shared: a folded node's output, ``fold_to_constant``)."""
-        self.initializers.append(TensorProto(name=name, data_type=TensorProto.INT64, dims=[len(values)],
-                                             raw_data=struct.pack(f"<{len(values)}q", *values)))
-
     def scalar(self, value: int, elem: int) -> str:
         """A 0-D integer constant of type ``elem`` (int32 or int64), as a ``Constant`` node: a scalar changes no
         operand's rank, and a replay writes it as it writes any node."""
