@@ -47,7 +47,8 @@ class ShapeValues:
     def dims(self, name: str) -> Value:
         """``name``'s dims: ints where inference knows them from fixed dims, else symbols. A symbol is the dim of
         the value it was first read on, followed through ops that keep it whenever they run (unary ops, ``MatMul``,
-        our none/pdpd elementwise ops, whose output is A's shape or the run fails)."""
+        our none/pdpd elementwise ops, whose output is A's shape or the run fails, and our broadcasts outside
+        bidirectional mode, whose output is the target's value)."""
         if name not in self._dims_memo:
             self._dims_memo[name] = None  # a cycle reads as unknown
             self._dims_memo[name] = self._derived_dims(name)
@@ -69,6 +70,9 @@ class ShapeValues:
                 source = (*a[:-1], b[-1])
         elif node.domain == OURS and node.op_type in ELEMENTWISE_SHAPE_OF_A and _rule(node) in ("none", "pdpd"):
             source = self.dims(node.input[0])
+        elif node.domain == OURS and node.op_type in TARGET_SHAPED and len(node.input) > 1 and \
+                _mode(node) in ("numpy", "explicit", "none", "pdpd"):
+            source = self(node.input[1])  # the output is the target exactly, or the run fails
         if source is None or own is None or len(source) != len(own):
             return own
         # inference's fixed dims stand; where it knows none, the source's dim (an int or a symbol) is this one
@@ -135,6 +139,17 @@ class ShapeValues:
 
 
 ELEMENTWISE_SHAPE_OF_A = frozenset(ELEMENTWISE_OPS)
+
+
+TARGET_SHAPED = frozenset({"Broadcast", "Expand"})  # ours: outside bidirectional, the output's shape is the target
+
+
+def _mode(node: NodeProto) -> str:
+    """A broadcast's mode: its attribute, else its op's default (``Expand``: ONNX's, bidirectional)."""
+    for attr in node.attribute:
+        if attr.name == "mode":
+            return attr.s.decode().lower()
+    return "bidirectional" if node.op_type == "Expand" else "numpy"
 
 
 def _rule(node: NodeProto) -> str:
