@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from onnx import GraphProto, ModelProto, TypeProto, ValueInfoProto
 
@@ -43,3 +43,32 @@ def restore_outputs(model: ModelProto, declared: list[ValueInfoProto]) -> None:
     """The main graph's outputs as the model declared them (names are kept by every rewrite)."""
     del model.graph.output[:]
     model.graph.output.extend(declared)
+
+
+def retract_contradicted(declared: list[ValueInfoProto], inferred: Callable[[str], Sequence[int | None] | None]
+                         ) -> list[str]:
+    """Each declared output dim that contradicts what inference found (``inferred``: dims by name, None where it
+    knows none) made unknown: a fixed size that differs, or the whole shape where the rank differs. A ``dim_param``
+    claims no size and stays. Returns what was retracted, one entry per output (for the log)."""
+    retracted = []
+    for output in declared:
+        if not output.type.HasField("tensor_type") or not output.type.tensor_type.HasField("shape"):
+            continue
+        dims, shape = inferred(output.name), output.type.tensor_type.shape
+        if dims is None:
+            continue
+        before = "(" + ", ".join(str(d.dim_value) if d.HasField("dim_value") else d.dim_param or "?"
+                                 for d in shape.dim) + ")"
+        if len(dims) != len(shape.dim):
+            output.type.tensor_type.ClearField("shape")
+            retracted.append(f"{output.name}: declared {before}, inferred rank {len(dims)}: shape dropped")
+            continue
+        changed = False
+        for dim, known in zip(shape.dim, dims, strict=True):
+            if dim.HasField("dim_value") and known is not None and dim.dim_value != known:
+                dim.Clear()
+                changed = True
+        if changed:
+            retracted.append(f"{output.name}: declared {before}, inferred {tuple(dims)}: the contradicting dims "
+                             "made unknown")
+    return retracted

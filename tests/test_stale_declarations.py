@@ -1,0 +1,54 @@
+"""Declared output shapes are claims: ``convert`` makes a declared dim that contradicts inference unknown (and drops
+a shape of another rank), logs it, and keeps a ``dim_param``; tools that trust declarations then see no stale
+zero-size dim. Expected values: ``np.broadcast_to``."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnx_bcast
+from tests import tool_pipelines as tools
+
+
+def _model(declared: list) -> onnx.ModelProto:
+    """y = Broadcast<numpy>(x (2, 3), constant [4, 2, 3]), declared as ``declared``."""
+    node = helper.make_node("Broadcast", ["x", "t"], ["y"], domain="onnx_bcast", name="bc", mode="numpy")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, declared)],
+                              [numpy_helper.from_array(np.array([4, 2, 3], np.int64), "t")])
+    return helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 17),
+                                                                 helper.make_opsetid("onnx_bcast", 1)])
+
+
+def _declared(model: onnx.ModelProto) -> list | None:
+    tensor = model.graph.output[0].type.tensor_type
+    if not tensor.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
+
+
+@pytest.mark.parametrize(("declared", "written"), [([4, 0, 3], [4, None, 3]), ([4, 3], None),
+                                                   (["n", 2, 3], ["n", 2, 3]), ([4, 2, 3], [4, 2, 3])])
+def test_a_contradicted_declaration_is_retracted(declared: list, written: list | None,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="onnx_bcast.lowering.engine"):
+        converted = onnx_bcast.convert(_model(declared))
+    assert _declared(converted) == written
+    assert ("contradicts inference" in caplog.text) == (written != declared)
+
+
+def test_tools_that_trust_the_declaration_compute_the_true_shape() -> None:
+    """onnxscript's optimizer reads declared shapes; after convert the stale (4, 0, 3) is gone."""
+    if importlib.util.find_spec("onnxscript") is None:
+        pytest.skip("onnxscript is not installed (pip install -e '.[tools]')")
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    converted = onnx_bcast.convert(_model([4, 0, 3]))
+    for model in (converted, tools.onnxscript_optimize(converted)):
+        (y,) = tools.ort_run(model, {"x": x})
+        np.testing.assert_array_equal(y, np.broadcast_to(x, (4, 2, 3)))
