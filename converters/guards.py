@@ -133,9 +133,13 @@ class Guard:
         return GuardFacts(self.emit.nodes, self.emit.known_constants, self.bound)
 
     def _carried(self, x: str, shape: str, token: str) -> str:
-        """``x`` carrying ``token`` (``Emitter.tied``), on a leading axis where its rank may be 0."""
-        value = self.facts().value(shape)
-        return self.emit.tied(x, shape, token, rank_positive=value is not None and len(value) > 0)
+        """``x`` carrying ``token`` (``Emitter.tied``) on a leading axis of 1, whatever its rank. Not
+        ``Expand(x, Shape(x) + token)``: OpenVINO takes a known dim of ``x`` other than 1 for the output's (a valid
+        bidirectional ``Expand`` keeps it), finds the ``Expand`` a no-op and removes it with the whole check, and it
+        fuses an ``Expand`` into the elementwise op that reads it (a none-rule ``Add`` of a ``[2, 3]`` B, or of a
+        ``[m, k]`` B next to a ``[2, 3]`` A, returned values for mismatched inputs: 12 of 18 one-node cases). The
+        leading axis takes the token's size, which no pass knows, and the ``Squeeze`` after it reads it."""
+        return self.emit.tied(x, shape, token, rank_positive=False)
 
     def tie(self, shape: str) -> str:
         """``shape`` itself (plus the token's 0), available only after every open check passed. Only for a

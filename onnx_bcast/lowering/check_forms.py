@@ -58,8 +58,8 @@ class CheckForms:
         ``[1, 3 + bad]`` (named ``name (reshaped)``), which OpenVINO's CPU plugin checks (it runs an incompatible
         ``Expand`` in shape arithmetic unchecked, returning its input, and drops a 1-D to 1-D ``Reshape``): three
         values take neither shape unless bad is 0. The token is their sum: 0 when every condition holds. Where a
-        runtime checked neither, it is ``3 * 2**28``, which the data path's ``Expand`` cannot take for any dim but
-        1. Its values fit int32 (OpenVINO computes int64 as int32: ``2**40`` was 0 there) and are never negative
+        runtime checked neither, it is ``3 * 2**28``, which a tie's leading axis cannot take (its ``Squeeze``
+        fails). Its values fit int32 (OpenVINO computes int64 as int32: ``2**40`` was 0 there) and are never negative
         (OpenVINO's reader refuses a ``ConstantOfShape`` that could be, and its ``Broadcast`` moved past an
         elementwise op takes the larger of two shapes). The count is a ``ReduceSum`` with its axes (OpenVINO 2026.0
         fuses a ``ReduceMin`` of a ``Concat`` wrongly).
