@@ -47,8 +47,8 @@ class ShapeValues:
     def dims(self, name: str) -> Value:
         """``name``'s dims: ints where inference knows them from fixed dims, else symbols. A symbol is the dim of
         the value it was first read on, followed through ops that keep it whenever they run (unary ops, ``MatMul``,
-        our none/pdpd elementwise ops, whose output is A's shape or the run fails, and our broadcasts outside
-        bidirectional mode, whose output is the target's value)."""
+        our none/pdpd elementwise ops, whose output is A's shape or the run fails, and our broadcasts in numpy and
+        explicit mode, whose output is the target's value)."""
         if name not in self._dims_memo:
             self._dims_memo[name] = None  # a cycle reads as unknown
             self._dims_memo[name] = self._derived_dims(name)
@@ -71,8 +71,9 @@ class ShapeValues:
         elif node.domain == OURS and node.op_type in ELEMENTWISE_SHAPE_OF_A and _rule(node) in ("none", "pdpd"):
             source = self.dims(node.input[0])
         elif node.domain == OURS and node.op_type in TARGET_SHAPED and len(node.input) > 1 and \
-                _mode(node) in ("numpy", "explicit", "none", "pdpd"):
-            source = self(node.input[1])  # the output is the target exactly, or the run fails
+                _mode(node) in ("numpy", "explicit", "none"):
+            source = self(node.input[1])  # the output is the target exactly, or the run fails (not under pdpd,
+            # where a target dim of 1 takes the data's dim, nor bidirectional)
         if source is None or own is None or len(source) != len(own):
             return own
         # inference's fixed dims stand; where it knows none, the source's dim (an int or a symbol) is this one
@@ -141,7 +142,7 @@ class ShapeValues:
 ELEMENTWISE_SHAPE_OF_A = frozenset(ELEMENTWISE_OPS)
 
 
-TARGET_SHAPED = frozenset({"Broadcast", "Expand"})  # ours: outside bidirectional, the output's shape is the target
+TARGET_SHAPED = frozenset({"Broadcast", "Expand"})  # ours: in numpy/explicit mode, the output's shape is the target
 
 
 def _mode(node: NodeProto) -> str:
