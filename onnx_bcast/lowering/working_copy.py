@@ -48,7 +48,27 @@ def _inline_functions_with_our_nodes(model: ModelProto) -> ModelProto:
     """The model with every local function that holds a node of ours inlined at its call sites (others kept)."""
     ours = [(f.domain, f.name) for f in model.functions if any(n.domain == DOMAIN for n in f.node)]
     try:
-        return onnx.inliner.inline_selected_functions(model, ours, exclude=False)
+        inlined = onnx.inliner.inline_selected_functions(model, ours, exclude=False)
     except Exception as err:  # onnx's own message, in our one-line form
         raise BroadcastError(DOMAIN, "", f"cannot inline the model-local functions {ours} that hold our nodes: "
                                          f"{str(err).strip().splitlines()[0]}") from None
+    _name_by_call_site(model, inlined, set(ours))
+    return inlined
+
+
+def _name_by_call_site(model: ModelProto, inlined: ModelProto, selected: set[tuple[str, str]]) -> None:
+    """The inlined nodes named ``<call site>.<the function's node>`` (errors name both), in place of onnx's
+    ``<the function's node>__<k>``, where k counts the main graph's calls of the inlined functions (1, 2, ...).
+    Only where each such name is one the call's function has and the new name is free; else onnx's name stays."""
+    bodies = {(f.domain, f.name): {n.name for n in f.node if n.name} for f in model.functions}
+    calls = [(index, node) for index, node in enumerate(model.graph.node) if (node.domain, node.op_type) in selected]
+    taken = {n.name for n in inlined.graph.node}
+    for node in inlined.graph.node:
+        base, _, k = node.name.rpartition("__")
+        if not base or not k.isdigit() or not 1 <= int(k) <= len(calls):
+            continue
+        index, call = calls[int(k) - 1]
+        name = f"{call.name or f'{call.op_type}#{index}'}.{base}"
+        if base in bodies.get((call.domain, call.op_type), ()) and name not in taken:
+            taken.add(name)
+            node.name = name
