@@ -465,12 +465,13 @@ def judge(scenario: Scenario, path: str, status: str, got: Any, stage: str) -> t
         return None, "OpenVINO cannot run the guarded form on zero-size dims"
     if isinstance(got, fz.WorkerDied):
         return str(got), None
-    refused = fz._type_name(got) == "NotLowerable"  # the native backend, like convert, cannot write the node
-    if (converted_path and status != "ok" and fz._type_name(got) in ("BroadcastError", "NotLowerable")
-            and stage == "convert") or (path == "scenario_native" and refused):
+    error = fz._type_name(got)
+    native_refused = path == "scenario_native" and error == "NotLowerable"  # as convert, it cannot write the node
+    if native_refused or (converted_path and status != "ok" and error in ("BroadcastError", "NotLowerable")
+                          and stage == "convert"):
         if want is None:
             return None, None  # the converter proves the failure statically: agreement
-        if refused:
+        if native_refused:
             return None, "the native backend cannot write this node: NotLowerable when made (documented refusal)"
         if scenario.symbolic_like:
             return None, "BroadcastLikeV0's deduced axes need static dims to convert (documented refusal)"

@@ -94,11 +94,11 @@ class BroadcastV0BackpropRule:
     def check(self, bound: Bound) -> str | None:
         axes = [int(a) for a in bound.attrs["broadcast_axes"]]
         given = bound.ints(1) if len(bound.inputs) > 1 and bound.inputs[1] else None
-        if len(bound.inputs) > 1 and bound.inputs[1] and given is None:
-            raise bound.limit("broadcast_axes_input must be a constant equal to the broadcast_axes attribute to be "
-                              "converted")
-        if len(bound.inputs) > 1 and bound.inputs[1] and sorted(given) != sorted(axes):
-            return "broadcast_axes_input must be a constant equal to the broadcast_axes attribute to be converted"
+        if len(bound.inputs) > 1 and bound.inputs[1] and (given is None or sorted(given) != sorted(axes)):
+            reason = "broadcast_axes_input must be a constant equal to the broadcast_axes attribute to be converted"
+            if given is None:  # known only at run time: a limit of the conversion, not of the inputs
+                raise bound.limit(reason)
+            return reason
         rank = bound.rank(0)
         try:
             v0_plan(bound.shapes[0] if rank is not None else (None,) * (max(axes, default=-1) + 1), axes)

@@ -115,7 +115,7 @@ def _exact_mod(emit: Emitter, a: str, b: str, output: str | None, elem: int, fmo
     64-bit integers, which those versions compute through double (wrong past 2**53), ``a - Div(a, b) * b`` (int64:
     C's truncating quotient) or fmod=0 (uint64: the same remainder)."""
     if wrapped:
-        b = emit.standard("Where", [emit.standard("Equal", [b, emit.scalar(-1, elem)]), emit.scalar(1, elem), b])
+        _, b = _minus_one_as_one(emit, b, elem)
     if fmod and elem == TensorProto.INT64:
         product = emit.standard("Mul", [emit.standard("Div", [a, b]), b])
         return emit.standard("Sub", [a, product], output)
@@ -126,9 +126,16 @@ def _wrapped_div(emit: Emitter, a: str, b: str, output: str | None, elem: int) -
     """``Where(b == -1, -a, Div(a, Where(b == -1, 1, b)))``: ONNX Runtime's int32/int64 ``Div`` dies of SIGFPE on
     the minimum divided by -1 (the x86 division traps); dividing by 1 there and negating instead gives the
     minimum, wrapped, as the kernel does (docs/ops.md). Scalar constants of the type, so no rank changes."""
-    minus_one = emit.standard("Equal", [b, emit.scalar(-1, elem)])
-    quotient = emit.standard("Div", [a, emit.standard("Where", [minus_one, emit.scalar(1, elem), b])])
+    minus_one, divisor = _minus_one_as_one(emit, b, elem)
+    quotient = emit.standard("Div", [a, divisor])
     return emit.standard("Where", [minus_one, emit.standard("Neg", [a]), quotient], output)
+
+
+def _minus_one_as_one(emit: Emitter, b: str, elem: int) -> tuple[str, str]:
+    """``(b == -1, Where(b == -1, 1, b))``: a divisor that never meets the trapping ``x / -1``, and where it was -1.
+    Scalar constants of the type, so no rank changes."""
+    minus_one = emit.standard("Equal", [b, emit.scalar(-1, elem)])
+    return minus_one, emit.standard("Where", [minus_one, emit.scalar(1, elem), b])
 
 
 def _floor_div(emit: Emitter, a: str, b: str, output: str, form: str, elem: int, wrapped: bool) -> None:

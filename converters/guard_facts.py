@@ -147,12 +147,6 @@ class GuardFacts:
             return tuple(int(d) if d is not None else (self._names[i], k) for k, d in enumerate(dims))
         return self._emitted_shape(name)
 
-    def _is_tie(self, node: NodeProto) -> bool:
-        """Whether ``node`` is ``Expand(x, Shape(x) + token)``, a check's tie (``Emitter.tied``)."""
-        add = self._producer.get(node.input[1])
-        shape = self._producer.get(add.input[0]) if add is not None and add.op_type == "Add" else None
-        return shape is not None and shape.op_type == "Shape" and shape.input[0] == node.input[0]
-
     def _lead_tied(self, node: NodeProto) -> str | None:
         """``x`` where ``node`` is ``Squeeze(Expand(Unsqueeze(x, 0), Concat(1 + token, Shape(x))), 0)``, a check's
         tie on a leading axis (``Emitter.tied``); else None."""
@@ -170,11 +164,9 @@ class GuardFacts:
     def _emitted_shape(self, name: str) -> Value:
         """The dims of a value the rule wrote: ``Unsqueeze``/``Squeeze`` of an input, a cast, or a 1-D value of ours."""
         node = self._producer.get(name)
-        if node is not None and node.op_type == "Expand" and self._is_tie(node):
-            return self._shape_of(node.input[0])  # a run that reaches it passed the check: the same shape
         tied = self._lead_tied(node) if node is not None and node.op_type == "Squeeze" else None
         if tied is not None:
-            return self._shape_of(tied)  # the same, through the leading axis the token rode on
+            return self._shape_of(tied)  # a run that reaches it passed the check: the same shape
         if node is not None and node.op_type in ("Unsqueeze", "Squeeze", "Cast", "Identity"):
             source = self._shape_of(node.input[0])
             if source is None or node.op_type in ("Cast", "Identity"):

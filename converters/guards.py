@@ -1,10 +1,11 @@
 """Run-time guards: the errors of docs/ops.md's rules that the converter cannot prove absent, checked in standard ONNX.
 
-All open conditions of a node together become two probes that fail unless they hold (``Emitter.check_token``:
-an ``Expand`` that ONNX Runtime checks and a ``Reshape`` that OpenVINO checks, docs/guards.md). Their sum is the
-*token*, a scalar 0, which is added to an ``Expand`` target the data path needs (the rule's own, or
-``Expand(x, Shape(x) + token)``): the values and the length stay as they were (so the rank stays static for
-runtimes that need it), and no optimizer can prune or fold the check without evaluating it. The failing node is
+All open conditions of a node together become two probes in a row that fail unless they hold
+(``Emitter.check_token``: an ``Expand`` that ONNX Runtime checks, then a ``Reshape`` of its output that OpenVINO
+checks, docs/guards.md). The sum of what they pass on is the
+*token*, a scalar 0, which the data path carries (``x`` expanded on a leading axis of ``1 + token`` and squeezed
+back, ``Emitter.tied``; the rule's own ``Expand`` of its data): the values and the rank stay as they were (static
+for runtimes that need it), and no optimizer can prune or fold the check without evaluating it. The failing node is
 named ``<our node>/guard: <its rules>``, which runtimes quote.
 """
 
@@ -120,7 +121,7 @@ class Guard:
                 lengths.add(node.output[0])
 
     def token(self) -> str:
-        """``[0]`` (int64), computed only when every open condition held: the run fails otherwise.
+        """A scalar 0 (int64), computed only when every open condition held: the run fails otherwise.
 
         One check per node (a few nodes, whatever the number of conditions): its name lists the rules it checks.
         """
@@ -131,15 +132,6 @@ class Guard:
     def facts(self) -> GuardFacts:
         """What the emitted nodes are known to hold before the run."""
         return GuardFacts(self.emit.nodes, self.emit.known_constants, self.bound)
-
-    def _carried(self, x: str, shape: str, token: str) -> str:
-        """``x`` carrying ``token`` (``Emitter.tied``) on a leading axis of 1, whatever its rank. Not
-        ``Expand(x, Shape(x) + token)``: OpenVINO takes a known dim of ``x`` other than 1 for the output's (a valid
-        bidirectional ``Expand`` keeps it), finds the ``Expand`` a no-op and removes it with the whole check, and it
-        fuses an ``Expand`` into the elementwise op that reads it (a none-rule ``Add`` of a ``[2, 3]`` B, or of a
-        ``[m, k]`` B next to a ``[2, 3]`` A, returned values for mismatched inputs: 12 of 18 one-node cases). The
-        leading axis takes the token's size, which no pass knows, and the ``Squeeze`` after it reads it."""
-        return self.emit.tied(x, shape, token, rank_positive=False)
 
     def tie(self, shape: str) -> str:
         """``shape`` itself (plus the token's 0), available only after every open check passed. Only for a
@@ -165,7 +157,7 @@ class Guard:
         if not self.conditions:
             return data, target
         token = self.token()
-        tied = self._carried(data, shape or self.emit.shape(data), token)
+        tied = self.emit.tied(data, shape or self.emit.shape(data), token)
         value = self.facts().value(target)
         if value is not None and any(e == 0 and not isinstance(e, bool) for e in value):
             target = self.op("Add", target, token)
@@ -177,7 +169,7 @@ class Guard:
         self.settle()
         if not self.conditions:
             return x
-        return self._carried(x, shape or self.emit.shape(x), self.token())
+        return self.emit.tied(x, shape or self.emit.shape(x), self.token())
 
 
 def known_shapes(bound: Bound) -> str:

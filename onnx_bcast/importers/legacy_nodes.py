@@ -124,7 +124,6 @@ def gemm_node(node: NodeProto, label: str, version: int, shapes: dict[str, Dims 
     return legacy
 
 
-
 HELD_GEMM_DOMAIN = "onnx_bcast.legacy_gemm"  # a Gemm-1/6 during onnx's version converter (see ``gemm_nodes``)
 
 

@@ -120,13 +120,21 @@ def prelu_error(x: Dims | None, slope: Dims | None) -> str | None:
     return None
 
 
+def gemm_mn(a: Dims | None, b: Dims | None, trans_a: int, trans_b: int) -> tuple[int | None, int | None] | None:
+    """Gemm's ``[M, N]`` from A's and B's known dims (a dim None where unknown); None where a rank is not 2."""
+    if a is None or b is None or len(a) != 2 or len(b) != 2:
+        return None
+    return a[1] if trans_a else a[0], b[0] if trans_b else b[1]
+
+
 def gemm_error(a: Dims | None, b: Dims | None, c: Dims | None, broadcast: int, trans_a: int, trans_b: int
                ) -> str | None:
     """Why Gemm-1/6's C is invalid: ``broadcast=0``: C is ``[M, N]``; ``broadcast=1``: C broadcasts to ``[M, N]``
     unidirectionally (numpy). None where the known dims do not show it."""
-    if a is None or b is None or c is None or len(a) != 2 or len(b) != 2:
+    mn = gemm_mn(a, b, trans_a, trans_b)
+    if mn is None or c is None:
         return None
-    m, n = a[1] if trans_a else a[0], b[0] if trans_b else b[1]
+    m, n = mn
     shapes = f"A {_fmt(a)}, B {_fmt(b)}, C {_fmt(c)}, [M, N] {_fmt((m, n))}"
     if not broadcast:
         if len(c) != 2 or any(x is not None and y is not None and x != y for x, y in zip(c, (m, n), strict=True)):
@@ -142,10 +150,8 @@ def gemm_error(a: Dims | None, b: Dims | None, c: Dims | None, broadcast: int, t
 
 def gemm_c_is_exact(a: Dims | None, b: Dims | None, c: Dims | None, trans_a: int, trans_b: int) -> bool:
     """Whether the known dims prove C is ``[M, N]`` (fixed dims, equal; a shared ``dim_param`` proves nothing)."""
-    if a is None or b is None or c is None or len(a) != 2 or len(b) != 2 or len(c) != 2:
-        return False
-    m, n = a[1] if trans_a else a[0], b[0] if trans_b else b[1]
-    return None not in (m, n, *c) and tuple(c) == (m, n)
+    mn = gemm_mn(a, b, trans_a, trans_b)
+    return mn is not None and c is not None and None not in (*mn, *c) and tuple(c) == mn
 
 
 def _fmt(dims: Dims | None) -> str:

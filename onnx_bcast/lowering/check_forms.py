@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from onnx import NodeProto, TensorProto
 
-from onnx_bcast.lowering.node_build import make_node
+from onnx_bcast.lowering.node_build import int64_tensor
 from onnx_bcast.ops.common import MAX_RANK
 
 _POISON = 2**28  # a failed check's token, per probe value: fits int32 (OpenVINO's int64), 3x no dim but 1 meets
@@ -25,29 +25,17 @@ class CheckForms:
         return self.tied(x, shape, token)
 
     def const_f64(self, values: Sequence[float], hint: str = "const") -> str:
-        """A float64 1-D constant: an initializer in graphs, a Constant node in functions (never shared)."""
-        name = self.names(f"{self.node_name}_{hint}")
-        tensor = TensorProto(name=name, data_type=TensorProto.DOUBLE, dims=[len(values)],
-                             raw_data=struct.pack(f"<{len(values)}d", *values))
-        if self.allow_initializers:
-            self.initializers.append(tensor)
-            return name
-        self.nodes.append(make_node("Constant", [], [name], name=self.names(f"{self.node_name}/Constant"),
-                                    doc_string=self.doc, value=tensor))
-        return name
+        """A float64 1-D constant (never shared), placed as ``const_i64`` places one."""
+        return self.place_constant(TensorProto(name=self.names(f"{self.node_name}_{hint}"),
+                                               data_type=TensorProto.DOUBLE, dims=[len(values)],
+                                               raw_data=struct.pack(f"<{len(values)}d", *values)))
 
     def fold_to_constant(self, node: NodeProto, values: Sequence[int]) -> None:
         """``node`` (one of ours, one int64 1-D output whose elements are all known) replaced by an initializer of
         its output's name; only where initializers are allowed (a function body keeps its node)."""
-        out = node.output[0]
         self.nodes.remove(node)
-        self.known_constants[out] = tuple(values)
-        self.int64_initializer(out, values)
-
-    def int64_initializer(self, name: str, values: Sequence[int]) -> None:
-        """An int64 1-D initializer ``name`` (not shared: a folded node's output, ``fold_to_constant``)."""
-        self.initializers.append(TensorProto(name=name, data_type=TensorProto.INT64, dims=[len(values)],
-                                             raw_data=struct.pack(f"<{len(values)}q", *values)))
+        self.known_constants[node.output[0]] = tuple(values)
+        self.place_constant(int64_tensor(node.output[0], values))
 
     def check_token(self, conditions: Sequence[str], name: str) -> str:
         """``0`` (an int64 scalar), computed only when every condition (a bool tensor) holds everywhere.
@@ -79,9 +67,10 @@ class CheckForms:
                               f"{name} (reshaped)")
         return self.reduce_sum(reshaped, [0, 1], keepdims=False)  # a scalar: a 1-D sum's length OpenVINO cannot see
 
-    def tied(self, x: str, shape: str, token: str, rank_positive: bool = False) -> str:
-        """``x`` (whose shape is ``shape``) after a check: ``Expand(x, shape + token)``, the same values for a
-        token of ``[0]``; the data path reads it, so no pass can remove the check without changing the output.
+    def tied(self, x: str, shape: str, token: str) -> str:
+        """``x`` (whose shape is ``shape``) after a check: ``Squeeze(Expand(Unsqueeze(x, 0), [1 + token, *shape]),
+        0)``, the same values and rank for a token of 0, whatever ``x``'s rank; the data path reads it, so no pass
+        can remove the check without changing the output.
 
         Measured against the alternatives: a ``Reshape`` to itself (free) is rewritten to a constant shape by
         onnxscript's ``MaterializeReshapeShape`` when the output has at most one unknown dim, dropped by OpenVINO
@@ -89,16 +78,16 @@ class CheckForms:
         skipped by OpenVINO for an empty ``x``, whose output shape does not depend on it. An ``Expand``'s output
         shape does, for every runtime and every size. It copies ``x`` (once, where a condition stays open).
 
-        Unless ``rank_positive`` (``x``'s rank is known to be at least 1), ``shape`` may be empty, and ``[] + token``
-        is ``[]`` whatever the token: a pass that knows the rank is 0 (onnxsim with the inputs' shapes fixed,
-        OpenVINO) folds the check away. Such an ``x`` goes through a leading axis of 1 that carries the token:
-        ``Squeeze(Expand(Unsqueeze(x, 0), [1 + token, *shape]), 0)``, the same values and rank for any rank. Not a
-        ``Gather`` of index 0 there: ONNX Runtime 1.32 gathers strings wrong (only the first element survives), and
-        OpenVINO computes the gathered slice without the ``Expand``, token unchecked.
+        The token rides on a leading axis of 1, whose size no pass knows, rather than on ``x``'s own dims
+        (``Expand(x, shape + token)``): OpenVINO takes a known dim of ``x`` other than 1 for the output's (a valid
+        bidirectional ``Expand`` keeps it), finds that ``Expand`` a no-op and removes it with the whole check, and
+        fuses it into an elementwise op that reads it (a none-rule ``Add`` of a ``[2, 3]`` B returned values for an
+        A of ``(1, 3)``: 12 of 18 one-node cases); and for a rank-0 ``x``, ``[] + token`` is ``[]`` whatever the
+        token, which a pass that knows the rank folds away. Not a ``Gather`` of index 0 in place of the
+        ``Squeeze``: ONNX Runtime 1.32 gathers strings wrong (only the first element survives), and OpenVINO
+        computes the gathered slice without the ``Expand``, token unchecked.
         """
         self.require(8, "Expand")
-        if rank_positive:
-            return self._node("Expand", [x, self.standard("Add", [shape, token])], None)
         lead = self.standard("Add", [self.const_i64([1], "one"), token])
         widened = self._node("Expand", [self.unsqueeze(x, [0]), self.standard("Concat", [lead, shape], axis=0)], None)
         return self.squeeze(widened, [0])

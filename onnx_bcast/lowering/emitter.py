@@ -11,7 +11,7 @@ from onnx import NodeProto, TensorProto
 from onnx_bcast.errors import BroadcastError, NotLowerable
 from onnx_bcast.lowering.check_forms import CheckForms
 from onnx_bcast.lowering.elementwise_forms import ElementwiseForms
-from onnx_bcast.lowering.node_build import make_node
+from onnx_bcast.lowering.node_build import int64_tensor, make_node
 from onnx_bcast.lowering.shape_forms import ShapeForms
 from onnx_bcast.model.walk import NameGenerator
 
@@ -100,17 +100,18 @@ class Emitter(CheckForms, ShapeForms, ElementwiseForms):
             return name
         name = self.names(f"{self.node_name}_{hint}")
         self.known_constants[name] = key
-        # (the TensorProto numpy_helper.from_array makes, without building its type table: 0.1 ms in a new process)
-        tensor = TensorProto(name=name, data_type=TensorProto.INT64, dims=[len(key)],
-                             raw_data=struct.pack(f"<{len(key)}q", *key))
+        if self.allow_initializers and self.constants is not None:
+            self.constants[key] = name
+        return self.place_constant(int64_tensor(name, key))
+
+    def place_constant(self, tensor: TensorProto) -> str:
+        """``tensor`` as an initializer in graphs, as a ``Constant`` node in functions; its name."""
         if self.allow_initializers:
             self.initializers.append(tensor)
-            if self.constants is not None:
-                self.constants[key] = name
-            return name
-        self.nodes.append(make_node("Constant", [], [name], name=self.names(f"{self.node_name}/Constant"),
-                                    doc_string=self.doc, value=tensor))
-        return name
+        else:
+            self.nodes.append(make_node("Constant", [], [tensor.name], name=self.names(f"{self.node_name}/Constant"),
+                                        doc_string=self.doc, value=tensor))
+        return tensor.name
 
     def scalar(self, value: int, elem: int) -> str:
         """A 0-D integer constant of type ``elem`` (int32 or int64), as a ``Constant`` node: a scalar changes no

@@ -1,4 +1,5 @@
-"""``helper.make_node`` without its per-call cost: one constructor call, attributes built once per value.
+"""``helper.make_node`` without its per-call cost: one constructor call, attributes built once per value; and the
+int64 constants the emitter writes (``int64_tensor``).
 
 The result is byte for byte what ``onnx.helper.make_node`` builds (fields set only when it sets them, attributes
 sorted by name); ``tests/test_node_build.py`` compares the two.
@@ -6,6 +7,7 @@ sorted by name); ``tests/test_node_build.py`` compares the two.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,3 +58,10 @@ def make_node(op_type: str, inputs: Sequence[str], outputs: Sequence[str], name:
     if attrs:
         fields["attribute"] = [attribute(k, v) for k, v in sorted(attrs.items()) if v is not None]
     return NodeProto(**fields)
+
+
+def int64_tensor(name: str, values: Sequence[int]) -> TensorProto:
+    """An int64 1-D tensor: the TensorProto ``numpy_helper.from_array`` makes, without building its type table
+    (0.1 ms in a new process)."""
+    return TensorProto(name=name, data_type=TensorProto.INT64, dims=[len(values)],
+                       raw_data=struct.pack(f"<{len(values)}q", *values))

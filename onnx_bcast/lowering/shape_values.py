@@ -15,7 +15,11 @@ from collections.abc import Callable
 import numpy as np
 from onnx import NodeProto, helper
 
+from onnx_bcast.errors import BroadcastError
 from onnx_bcast.lowering.static_facts import Dims
+from onnx_bcast.onnx_defs.inference import attribute_value
+from onnx_bcast.ops import SPEC_BY_NAME
+from onnx_bcast.ops.broadcast import canonical_mode
 from onnx_bcast.ops.elementwise import ELEMENTWISE_OPS
 
 Element = int | tuple[str, int] | None
@@ -71,7 +75,7 @@ class ShapeValues:
         elif node.domain == OURS and node.op_type in ELEMENTWISE_SHAPE_OF_A and _rule(node) in ("none", "pdpd"):
             source = self.dims(node.input[0])
         elif node.domain == OURS and node.op_type in TARGET_SHAPED and len(node.input) > 1 and \
-                _mode(node) in ("numpy", "explicit", "none"):
+                _mode(node) in ("numpy", "explicit"):
             source = self(node.input[1])  # the output is the target exactly, or the run fails (not under pdpd,
             # where a target dim of 1 takes the data's dim, nor bidirectional)
         if source is None or own is None or len(source) != len(own):
@@ -145,12 +149,14 @@ ELEMENTWISE_SHAPE_OF_A = frozenset(ELEMENTWISE_OPS)
 TARGET_SHAPED = frozenset({"Broadcast", "Expand"})  # ours: in numpy/explicit mode, the output's shape is the target
 
 
-def _mode(node: NodeProto) -> str:
-    """A broadcast's mode: its attribute, else its op's default (``Expand``: ONNX's, bidirectional)."""
-    for attr in node.attribute:
-        if attr.name == "mode":
-            return attr.s.decode().lower()
-    return "bidirectional" if node.op_type == "Expand" else "numpy"
+def _mode(node: NodeProto) -> str | None:
+    """A broadcast's canonical mode, as its spec reads it (``Expand``'s default: ONNX's, bidirectional); None for a
+    mode it does not know (the node's declaration says why)."""
+    attrs = {attr.name: attribute_value(attr) for attr in node.attribute}
+    try:
+        return canonical_mode(SPEC_BY_NAME[node.op_type].mode_of(attrs), node.op_type)
+    except BroadcastError:
+        return None
 
 
 def _rule(node: NodeProto) -> str:

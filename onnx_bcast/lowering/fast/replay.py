@@ -21,6 +21,7 @@ from onnx import AttributeProto, NodeProto, helper
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.lowering.fast import proto_bytes
+from onnx_bcast.lowering.node_build import int64_tensor
 from onnx_bcast.lowering.rules import Rule
 
 if TYPE_CHECKING:
@@ -236,7 +237,7 @@ def _replay(template: _Template, bound: Bound, emit: Emitter, names: list[str]) 
         elif kind == "f64":
             add_value(emit.const_f64(what, hint))
         else:  # "fold": the folded node's output (``what``) as an initializer of its values (``hint``)
-            emit.int64_initializer(_fill(what, values), hint)
+            emit.place_constant(int64_tensor(_fill(what, values), hint))
             add_value("")
     doc = proto_bytes.text(proto_bytes.NODE_DOC, emit.doc) if emit.doc else b""
     reads, add_node = emit.reads, emit.serialized.append
