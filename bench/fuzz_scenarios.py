@@ -11,6 +11,8 @@ node becomes the first node of a model that varies what real models vary:
 * shape-like inputs (target_shape, axes_mapping) as constants or fed at run time;
 * **chains** of nodes: our node, then a standard Identity/Relu/Neg/Abs, then our elementwise op (none/numpy/pdpd)
   with a new input; the chain's oracle is the composition of the fuzz's own oracles and numpy;
+* **declared scalars fed rank 1**: half the cases whose x is a scalar declared as one feed it as ``(1,)`` or
+  ``(2,)`` (ONNX Runtime does not check a declared scalar's rank); the model must then fail at the first node;
 * **claims**: the graph output declared with no shape, its true shape, a stale static shape (another draw's, or the
   valid shape while the invalid input is fed) or ``dim_param`` names; the intermediates' ``value_info`` none, true
   or stale.
@@ -42,12 +44,15 @@ from onnx_bcast.convert import convert
 
 OPSETS = tuple(range(9, 22))
 GUARD_OPSET = 11  # SPEC §3 convert(guards=True): the run-time checks are written with opset-11 ops
+SCALAR_CHECK_OPSET = 12  # a declared scalar's rank is checked with Einsum (docs/limits.md)
 CORE_PATHS = ("scenario_numpy", "scenario_native", "scenario_converted_ort")
 ORT_LEVEL_PATHS = ("scenario_ort_disabled", "scenario_ort_basic", "scenario_ort_extended", "scenario_ort_all")
 TOOL_PATHS = ("scenario_onnxscript", "scenario_onnx_ir", "scenario_onnxsim", "scenario_onnxsim_fixed",
-              "scenario_onnxoptimizer", *ORT_LEVEL_PATHS, "scenario_openvino")
+              "scenario_onnxoptimizer", "scenario_onnxslim", "scenario_graphsurgeon", *ORT_LEVEL_PATHS,
+              "scenario_openvino")
 TOOL_MODULES = {"scenario_onnxscript": "onnxscript", "scenario_onnx_ir": "onnx_ir", "scenario_onnxsim": "onnxsim",
                 "scenario_onnxsim_fixed": "onnxsim", "scenario_onnxoptimizer": "onnxoptimizer",
+                "scenario_onnxslim": "onnxslim", "scenario_graphsurgeon": "onnx_graphsurgeon",
                 "scenario_openvino": "openvino"}
 DECLARATIONS = ("static", "dynamic", "unknown", "by_value", "by_position")
 MIDDLE_OPS = ("Identity", "Relu", "Neg", "Abs")
@@ -241,6 +246,17 @@ def _first_node(case: Any, rng: np.random.Generator, decl: str, out_rank: int
     return [node], inputs, inits, feeds, notes
 
 
+def _feed_a_declared_scalar_rank_1(case: Any, x: onnx.ValueInfoProto, opset: int, feeds: dict[str, np.ndarray],
+                                    rng: np.random.Generator) -> bool:
+    """For half the cases whose x is a scalar declared as one: x fed with rank 1 instead, (1,) or (2,), which the
+    declaration refuses (ONNX Runtime does not check it; our models do where the opset has Einsum, 12)."""
+    tensor = x.type.tensor_type
+    if case.data.ndim or not tensor.HasField("shape") or opset < SCALAR_CHECK_OPSET or rng.random() >= 0.5:
+        return False
+    feeds["x"] = np.stack([case.data] * int(rng.integers(1, 3)))
+    return True
+
+
 def _second_operand(rng: np.random.Generator, a: tuple[int, ...], mode: str) -> tuple[tuple[int, ...], int]:
     """B's shape (and the pdpd axis) for the chain's elementwise node on an A of shape ``a``: built valid, changed
     in about a quarter of the draws."""
@@ -279,6 +295,9 @@ def build(family: Any, case: Any, want1: np.ndarray | None, seed: int, fraction:
         decl = "dynamic"  # pdpd converts only with ranks known (a documented refusal otherwise)
     nodes, inputs, inits, feeds, notes = _first_node(case, rng, decl, len(nominal1))
     failing = None if want1 is not None else "first"
+    if _feed_a_declared_scalar_rank_1(case, inputs[0], opset, feeds, np.random.default_rng([seed, case.index, 33])):
+        want1, failing = None, "first"
+        notes.append(f"x declared scalar, fed {feeds['x'].shape}")
     value, shape, dtype, last = want1, nominal1, dtype1, "y1"
     compare_op = case.op if case.family == "elementwise" else ""
     claims: list[tuple[str, np.dtype, tuple[int, ...]]] = []
@@ -390,8 +409,11 @@ def run_path(model: onnx.ModelProto, path: str, feeds: dict[str, np.ndarray]) ->
     if path == "scenario_openvino":
         return _openvino(model, guarded, feeds)
     optimize = {"scenario_onnxscript": t.onnxscript_optimize, "scenario_onnx_ir": t.onnx_ir_passes,
-                "scenario_onnxoptimizer": t.onnxoptimizer_optimize}[path]
-    return t.ort_run(optimize(guarded), feeds)
+                "scenario_onnxoptimizer": t.onnxoptimizer_optimize, "scenario_onnxslim": t.onnxslim_slim,
+                "scenario_graphsurgeon": t.graphsurgeon_fold}[path]
+    optimized = optimize(guarded)
+    kept = {value.name for value in optimized.graph.input}  # onnxslim drops inputs no node reads (docs/limits.md)
+    return t.ort_run(optimized, {name: value for name, value in feeds.items() if name in kept})
 
 
 def _openvino(model: onnx.ModelProto, guarded: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:

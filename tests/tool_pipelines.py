@@ -77,6 +77,25 @@ def onnxoptimizer_optimize(model: onnx.ModelProto) -> onnx.ModelProto:
     return quiet(lambda: onnxoptimizer.optimize(model))
 
 
+def onnxslim_slim(model: onnx.ModelProto) -> onnx.ModelProto:
+    """onnxslim's default slimming (constant folding, dead-end removal, fusions)."""
+    import onnxslim
+
+    return quiet(lambda: onnxslim.slim(model))
+
+
+def graphsurgeon_fold(model: onnx.ModelProto) -> onnx.ModelProto:
+    """onnx-graphsurgeon's constant folding (it runs ONNX Runtime on what it can evaluate), then its cleanup."""
+    import onnx_graphsurgeon as gs
+
+    def run() -> onnx.ModelProto:
+        graph = gs.import_onnx(model)
+        graph.fold_constants().cleanup()
+        return gs.export_onnx(graph)
+
+    return quiet(run)
+
+
 def openvino_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     """OpenVINO's ONNX reader, compiled for its CPU plugin, run once; raises where any step fails."""
     import openvino as ov

@@ -20,6 +20,7 @@ from onnx_bcast.lowering.fast import hidden_inference
 from onnx_bcast.lowering.fast.replay import Replays
 from onnx_bcast.lowering.lowered_model import finish_model, replace_nodes
 from onnx_bcast.lowering.rules import Rule, RuleSet
+from onnx_bcast.lowering.scalar_inputs import check_scalar_inputs, scalars_reaching_ours
 from onnx_bcast.lowering.shape_values import ShapeValues
 from onnx_bcast.lowering.static_facts import StaticFacts
 from onnx_bcast.lowering.survey import survey_nodes, walked_node_lists
@@ -204,6 +205,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     done, total = 0, sum(len(found) for found in declared)
     hows: dict[tuple[str, str], str] = {}  # (op, mode) -> the doc_string's mode and rule
     replays = Replays() if speedups else None  # (replay needs the signatures that hidden inference gives)
+    scalar_checks = scalars_reaching_ours(copy.graph, declared)  # (before the main graph's nodes are replaced)
     # children first: rewriting a graph copies its nodes, and with them the subgraphs they hold
     for entry, found, inputs in reversed(list(zip(lists, declared, survey.inputs, strict=True))):
         if not found:
@@ -248,6 +250,8 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
             elision.finish()
             read |= elision.sources
     freed.discard("")
+    if scalar_checks:
+        read |= check_scalar_inputs(copy, scalar_checks, model_opset, names)
     finish_model(copy, freed, domains, model_opset, None if nested else read)
     for retracted in retract_contradicted(declared_outputs, facts.shapes.get):
         logger.warning("declared output shape contradicts inference: %s", retracted)

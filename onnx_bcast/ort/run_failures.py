@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
+import numpy as np
 from onnx import ModelProto
 
-from onnx_bcast.errors import BroadcastError
+from onnx_bcast.errors import BroadcastError, fmt_shape
 from onnx_bcast.lowering.declaring import declare, node_label
 from onnx_bcast.model.walk import node_lists
 from onnx_bcast.onnx_defs import schemas
@@ -15,6 +18,7 @@ from onnx_bcast.ort.process_state import take_error
 
 _FAILED_NODE = re.compile(r"Name:'(.+?)' Status Message|Node \((.+?)\) Op \(")  # ORT names the failing node
 # the guard's or the elementwise check's failure shape: [2, error id] or [2, error id, 3]
+_INPUT_RULE = re.compile(r"input '(.+?)' ")  # a guard's rule about a graph input (``lowering.scalar_inputs``)
 _FAILURE = re.compile(r"requested shape:\{" + str(ERROR_SHAPE_MARK) + r",(\d+)(?:,\d+)?\}")
 
 
@@ -33,8 +37,12 @@ def failed_guard(exc: BaseException) -> tuple[str, str] | None:
     return label, rule
 
 
-def guard_error(model: ModelProto, label: str, rule: str) -> BroadcastError:
-    """A BroadcastError for a failed guard of our node ``label``: its op and mode from the model."""
+def guard_error(model: ModelProto, label: str, rule: str, feeds: Mapping[str, Any] | None = None) -> BroadcastError:
+    """A BroadcastError for a failed guard of our node ``label``: its op and mode from the model; a rule about an
+    input says the shape it was fed (from ``feeds``)."""
+    fed = _INPUT_RULE.match(rule)
+    if fed and feeds is not None and fed.group(1) in feeds:
+        rule = f"{rule}; '{fed.group(1)}' fed {fmt_shape(np.shape(feeds[fed.group(1)]))}"
     for entry in node_lists(model):
         for index, node in enumerate(entry.container.node):
             if node.domain == schemas.DOMAIN and node_label(node, index) == label:

@@ -174,7 +174,7 @@ class InferenceSession(ort.InferenceSession):
                 guard = failed_guard(exc)  # a check in standard ops before a kernel (e.g. rank at most 64)
                 if guard is None:
                     raise
-                recorded = guard_error(self.source_model, *guard)
+                recorded = guard_error(self.source_model, *guard, input_feed)
             raise recorded from None
         finally:
             run_state.active, run_state.error_id = False, None
@@ -241,7 +241,7 @@ class InferenceSession(ort.InferenceSession):
             return None
         if label is None:
             return None
-        return guard_error(self.source_model, *(guard or (label, "the standard form failed")))
+        return guard_error(self.source_model, *(guard or (label, "the standard form failed")), input_feed)
 
 
 def _name(provider: Provider) -> str:
