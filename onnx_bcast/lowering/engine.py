@@ -25,6 +25,7 @@ from onnx_bcast.lowering.static_facts import StaticFacts
 from onnx_bcast.lowering.survey import survey_nodes, walked_node_lists
 from onnx_bcast.lowering.working_copy import working_copy
 from onnx_bcast.model.claims import restore_outputs, retract_contradicted, set_claims_aside
+from onnx_bcast.model.scan_bodies import rank_scan_outputs
 from onnx_bcast.model.walk import NameGenerator, node_lists, opset_version
 from onnx_bcast.onnx_defs import schemas
 from onnx_bcast.ops import SPEC_BY_NAME
@@ -252,4 +253,6 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     for retracted in retract_contradicted(declared_outputs, facts.shapes.get):
         logger.warning("declared output shape contradicts inference: %s", retracted)
     restore_outputs(copy, declared_outputs)
+    if nested and facts.inferred is not None:  # ONNX Runtime's Scan runs no body output of unknown rank
+        rank_scan_outputs(copy, facts.inferred)
     return result
