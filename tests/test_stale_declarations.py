@@ -37,7 +37,7 @@ def _declared(model: onnx.ModelProto) -> list | None:
                                                    (["n", 2, 3], ["n", 2, 3]), ([4, 2, 3], [4, 2, 3])])
 def test_a_contradicted_declaration_is_retracted(declared: list, written: list | None,
                                                  caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="onnx_bcast.lowering.engine"):
+    with caplog.at_level(logging.WARNING, logger="onnx_bcast.model.claims"):
         converted = onnx_bcast.convert(_model(declared))
     assert _declared(converted) == written
     assert ("contradicts inference" in caplog.text) == (written != declared)

@@ -25,7 +25,8 @@ from onnx_bcast.lowering.shape_values import ShapeValues
 from onnx_bcast.lowering.static_facts import StaticFacts
 from onnx_bcast.lowering.survey import survey_nodes, walked_node_lists
 from onnx_bcast.lowering.working_copy import working_copy
-from onnx_bcast.model.claims import restore_outputs, retract_contradicted, set_claims_aside
+from onnx_bcast.model.claims import restore_outputs, set_claims_aside
+from onnx_bcast.model.scan_bodies import rank_scan_outputs
 from onnx_bcast.model.walk import NameGenerator, node_lists, opset_version
 from onnx_bcast.onnx_defs import schemas
 from onnx_bcast.ops import SPEC_BY_NAME
@@ -253,7 +254,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     if scalar_checks:
         read |= check_scalar_inputs(copy, scalar_checks, model_opset, names)
     finish_model(copy, freed, domains, model_opset, None if nested else read)
-    for retracted in retract_contradicted(declared_outputs, facts.shapes.get):
-        logger.warning("declared output shape contradicts inference: %s", retracted)
-    restore_outputs(copy, declared_outputs)
+    restore_outputs(copy, declared_outputs, facts.shapes.get)
+    if nested and facts.inferred is not None:  # ONNX Runtime's Scan runs no body output of unknown rank
+        rank_scan_outputs(copy, facts.inferred)
     return result

@@ -58,6 +58,7 @@ class StaticFacts:
         self.shapes: _Lazy[Dims] = _Lazy(self._shape)
         self.types: _Lazy[int] = _Lazy(self._type)
         self.values: _Lazy[np.ndarray] = _Lazy(self._value)
+        self.inferred: ModelProto | None = None  # what inference wrote (its subgraphs' output types, per graph)
         if model is None:
             return
         try:
@@ -70,6 +71,7 @@ class StaticFacts:
         except Exception as err:  # only a source of facts; callers fall back to run-time forms
             logger.debug("shape inference failed: %s", err)
             inferred, known_types = model, None
+        self.inferred = inferred
         if known_types:
             self._known_types = known_types
             self._initializers.update(initializers if initializers is not None else

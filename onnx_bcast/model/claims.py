@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 
 from onnx import GraphProto, ModelProto, TypeProto, ValueInfoProto
+
+logger = logging.getLogger("onnx_bcast.model.claims")
 
 
 def set_claims_aside(model: ModelProto, graphs: Iterable[GraphProto]) -> list[ValueInfoProto]:
@@ -39,8 +42,12 @@ def _drop_shapes(type_proto: TypeProto) -> None:
         _drop_shapes(type_proto.map_type.value_type)
 
 
-def restore_outputs(model: ModelProto, declared: list[ValueInfoProto]) -> None:
-    """The main graph's outputs as the model declared them (names are kept by every rewrite)."""
+def restore_outputs(model: ModelProto, declared: list[ValueInfoProto],
+                    inferred: Callable[[str], Sequence[int | None] | None] | None = None) -> None:
+    """The main graph's outputs as the model declared them (names are kept by every rewrite); with ``inferred``,
+    the dims that contradict it retracted first (``retract_contradicted``), each logged as a warning."""
+    for retracted in retract_contradicted(declared, inferred) if inferred is not None else ():
+        logger.warning("declared output shape contradicts inference: %s", retracted)
     del model.graph.output[:]
     model.graph.output.extend(declared)
 
