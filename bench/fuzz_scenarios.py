@@ -13,6 +13,8 @@ node becomes the first node of a model that varies what real models vary:
   with a new input; the chain's oracle is the composition of the fuzz's own oracles and numpy;
 * **declared scalars fed rank 1**: half the cases whose x is a scalar declared as one feed it as ``(1,)`` or
   ``(2,)`` (ONNX Runtime does not check a declared scalar's rank); the model must then fail at the first node;
+* **Scan bodies**: for some models with ranked inputs, the chain is the body of a one-iteration ``Scan`` (each input
+  fed with a leading axis of 1, the output's squeezed off);
 * **claims**: the graph output declared with no shape, its true shape, a stale static shape (another draw's, or the
   valid shape while the invalid input is fed) or ``dim_param`` names; the intermediates' ``value_info`` none, true
   or stale.
@@ -45,6 +47,7 @@ from onnx_bcast.convert import convert
 OPSETS = tuple(range(9, 22))
 GUARD_OPSET = 11  # SPEC §3 convert(guards=True): the run-time checks are written with opset-11 ops
 SCALAR_CHECK_OPSET = 12  # a declared scalar's rank is checked with Einsum (docs/limits.md)
+SCAN_FRACTION = 0.15  # of the scenario models whose inputs have ranks: the chain inside a Scan body
 CORE_PATHS = ("scenario_numpy", "scenario_native", "scenario_converted_ort")
 ORT_LEVEL_PATHS = ("scenario_ort_disabled", "scenario_ort_basic", "scenario_ort_extended", "scenario_ort_all")
 TOOL_PATHS = ("scenario_onnxscript", "scenario_onnx_ir", "scenario_onnxsim", "scenario_onnxsim_fixed",
@@ -135,6 +138,7 @@ class Scenario:
     tools: bool
     symbolic_like: bool  # BroadcastLikeV0 with deduced axes and dims not static: convert refuses (documented)
     notes: list[str] = field(default_factory=list)
+    also_failing: str | None = None  # another node an error may name (refused from the declared ranks alone)
 
     @property
     def feeds_contradict_dims(self) -> bool:
@@ -257,6 +261,57 @@ def _feed_a_declared_scalar_rank_1(case: Any, x: onnx.ValueInfoProto, opset: int
     return True
 
 
+def _body_output_ranked(model: onnx.ModelProto) -> bool:
+    """Whether onnx's shape inference gives the Scan body's output a rank: ONNX Runtime's Scan runs no body output
+    without one, and the numpy backend's body has only the ranks onnx infers (docs/limits.md)."""
+    from onnx_bcast.onnx_defs import schemas
+
+    schemas.register()
+    bare = onnx.ModelProto()
+    bare.CopyFrom(model)
+    body = bare.graph.node[0].attribute[0].g
+    del body.value_info[:]  # (onnx hands a declared shape back as inferred)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(bare)
+    except Exception:  # noqa: BLE001 - a model inference refuses is not put in a Scan
+        return False
+    return inferred.graph.node[0].attribute[0].g.output[0].type.tensor_type.HasField("shape")
+
+
+def _in_scan_body(graph: onnx.GraphProto, feeds: dict[str, np.ndarray], opset: int
+                  ) -> tuple[onnx.GraphProto, dict[str, np.ndarray]]:
+    """The scenario's graph as the body of a one-iteration ``Scan``: each input is fed with a leading axis of 1,
+    which the Scan slices off; the stacked output's leading axis is squeezed away (constants stay outside, read
+    from the outer scope)."""
+    body = onnx.GraphProto()
+    body.CopyFrom(graph)
+    body.name = "scan_body"
+    del body.initializer[:]
+    body.output[0].name = graph.output[0].name
+    body.output[0].type.tensor_type.ClearField("shape")  # the claim stays on the main graph's output
+    outer_inputs = []
+    for value in graph.input:
+        outer = onnx.ValueInfoProto()
+        outer.CopyFrom(value)
+        dims = outer.type.tensor_type.shape.dim
+        dims.insert(0, onnx.TensorShapeProto.Dimension(dim_value=1))
+        outer.name = f"{value.name}_stack"
+        outer_inputs.append(outer)
+    nodes = [helper.make_node("Scan", [v.name for v in outer_inputs], ["stacked"], name="scan", body=body,
+                              num_scan_inputs=len(outer_inputs))]
+    inits = list(graph.initializer)
+    if opset >= 13:
+        inits.append(numpy_helper.from_array(np.array([0], np.int64), "axis_0"))
+        nodes.append(helper.make_node("Squeeze", ["stacked", "axis_0"], ["out"], name="unstack"))
+    else:
+        nodes.append(helper.make_node("Squeeze", ["stacked"], ["out"], name="unstack", axes=[0]))
+    output = onnx.ValueInfoProto()
+    output.CopyFrom(graph.output[0])
+    output.name = "out"
+    outer = helper.make_graph(nodes, graph.name, outer_inputs, [output], initializer=inits)
+    return outer, {f"{name}_stack": value[None] for name, value in feeds.items()}
+
+
 def _second_operand(rng: np.random.Generator, a: tuple[int, ...], mode: str) -> tuple[tuple[int, ...], int]:
     """B's shape (and the pdpd axis) for the chain's elementwise node on an A of shape ``a``: built valid, changed
     in about a quarter of the draws."""
@@ -295,8 +350,10 @@ def build(family: Any, case: Any, want1: np.ndarray | None, seed: int, fraction:
         decl = "dynamic"  # pdpd converts only with ranks known (a documented refusal otherwise)
     nodes, inputs, inits, feeds, notes = _first_node(case, rng, decl, len(nominal1))
     failing = None if want1 is not None else "first"
-    if _feed_a_declared_scalar_rank_1(case, inputs[0], opset, feeds, np.random.default_rng([seed, case.index, 33])):
-        want1, failing = None, "first"
+    own = np.random.default_rng([seed, case.index, 33])  # (draws of their own: the other draws stay as they were)
+    scan = decl != "unknown" and own.random() < SCAN_FRACTION  # a Scan slices off a leading axis: ranks needed
+    rank_1 = not scan and _feed_a_declared_scalar_rank_1(case, inputs[0], opset, feeds, own)
+    if rank_1:
         notes.append(f"x declared scalar, fed {feeds['x'].shape}")
     value, shape, dtype, last = want1, nominal1, dtype1, "y1"
     compare_op = case.op if case.family == "elementwise" else ""
@@ -343,10 +400,18 @@ def build(family: Any, case: Any, want1: np.ndarray | None, seed: int, fraction:
     output = claim(last, dtype, out_how, tuple(value.shape) if value is not None else shape, rng)
     value_infos = [] if vi_how == "none" else [claim(n, d, vi_how, s, rng) for n, d, s in claims]
     graph = helper.make_graph(nodes, "scenario", inputs, [output], initializer=inits, value_info=value_infos)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
-                                                    helper.make_opsetid("onnx_bcast", 1)], ir_version=10)
+    opsets = [helper.make_opsetid("", opset), helper.make_opsetid("onnx_bcast", 1)]
+    if scan:
+        wrapped, wrapped_feeds = _in_scan_body(graph, feeds, opset)
+        if _body_output_ranked(helper.make_model(wrapped, opset_imports=opsets, ir_version=10)):
+            graph, feeds = wrapped, wrapped_feeds
+            notes.append("in a Scan body")
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=10)
     symbolic_like = case.family == "like" and not case.params["initial_broadcast_axes"] and decl != "static"
-    return Scenario(case, opset, model, feeds, value, compare_op, failing, use_tools, symbolic_like, notes)
+    scenario = Scenario(case, opset, model, feeds, value, compare_op, failing, use_tools, symbolic_like, notes)
+    if rank_1:  # the check fails first; a node the declared ranks alone refuse fails when the session is made
+        scenario.want, scenario.failing_node, scenario.also_failing = None, "first", failing
+    return scenario
 
 
 # ------------------------------------------------------------------------------------------------ running paths
@@ -506,7 +571,8 @@ def judge(scenario: Scenario, path: str, status: str, got: Any, stage: str) -> t
         if not converted_path:
             if status != "rejected":
                 return f"expected a BroadcastError, got {fz._short(status, got)} {stage}", None
-            if f"node '{scenario.failing_node}'" not in str(got):
+            if f"node '{scenario.failing_node}'" not in str(got) and (
+                    scenario.also_failing is None or f"node '{scenario.also_failing}'" not in str(got)):
                 return f"the error does not name node {scenario.failing_node!r}: {str(got)[:300]!r}", None
         return None, None
     if status != "ok":
