@@ -478,7 +478,25 @@ def run_path(model: onnx.ModelProto, path: str, feeds: dict[str, np.ndarray]) ->
                 "scenario_graphsurgeon": t.graphsurgeon_fold}[path]
     optimized = optimize(guarded)
     kept = {value.name for value in optimized.graph.input}  # onnxslim drops inputs no node reads (docs/limits.md)
-    return t.ort_run(optimized, {name: value for name, value in feeds.items() if name in kept})
+    try:
+        return t.ort_run(optimized, {name: value for name, value in feeds.items() if name in kept})
+    except Exception as err:
+        fixed = _dims_fixed(guarded, optimized)
+        if fixed and "Got invalid dimensions for input" in str(err):
+            # onnxslim writes a declared output's dims back into symbolic input dims (the guards=False form too):
+            # ORT then refuses the feeds, loudly, valid or not
+            raise Skip(f"the tool fixed input dims ({fixed}) and ONNX Runtime refuses the feeds") from err
+        raise
+
+
+def _dims_fixed(before: onnx.ModelProto, after: onnx.ModelProto) -> str:
+    """The graph inputs whose declared dims a tool changed, as ``name: before -> after`` (empty: none)."""
+    def dims(model: onnx.ModelProto) -> dict[str, list]:
+        return {v.name: [d.dim_value if d.HasField("dim_value") else d.dim_param or "?"
+                         for d in v.type.tensor_type.shape.dim] for v in model.graph.input}
+
+    old, new = dims(before), dims(after)
+    return "; ".join(f"{n}: {old[n]} -> {new[n]}" for n in new if n in old and old[n] != new[n])
 
 
 def _openvino(model: onnx.ModelProto, guarded: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
