@@ -64,6 +64,7 @@ def ir_to_onnx(xml: str | os.PathLike, *, keep_ops: bool = False, guards: bool =
     from onnx_bcast.model.walk import all_graphs
     from onnx_bcast.onnxifier.interface import interface_of, match_interface
     from onnx_bcast.onnxifier.owned import control_flow
+    from onnx_bcast.onnxifier.unread_outputs import drop_unread_optional_outputs
     from onnx_bcast.onnxifier.validate import IRNotConvertible, validate
 
     def lower(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -85,6 +86,7 @@ def ir_to_onnx(xml: str | os.PathLike, *, keep_ops: bool = False, guards: bool =
     except internals.NotExpressible as err:
         raise IRNotConvertible(path, err.lines) from None
     control_flow.finish(model, branches)
+    drop_unread_optional_outputs(model)
     if any(node.domain == DOMAIN for graph in all_graphs(model) for node in graph.node) and not any(
             o.domain == DOMAIN for o in model.opset_import):
         model.opset_import.append(onnx.helper.make_opsetid(DOMAIN, 1))  # onnxifier's frontend deleted it
