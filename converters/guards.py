@@ -2,8 +2,8 @@
 
 All open conditions of a node together become two probes in a row that fail unless they hold
 (``Emitter.check_token``: an ``Expand`` that ONNX Runtime checks, then a ``Reshape`` of its output that OpenVINO
-checks, docs/guards.md). The sum of what they pass on is the
-*token*, a scalar 0, which the data path carries (``x`` expanded on a leading axis of ``1 + token`` and squeezed
+checks, docs/guards.md). The sum of what they pass on gives the
+*token*, ``[0]`` (a length minus 1), which the data path carries (``x`` expanded on a leading axis of ``1 + token`` and squeezed
 back, ``Emitter.tied``; the rule's own ``Expand`` of its data): the values and the rank stay as they were (static
 for runtimes that need it), and no optimizer can prune or fold the check without evaluating it. The failing node is
 named ``<our node>/guard: <its rules>``, which runtimes quote.
@@ -121,7 +121,7 @@ class Guard:
                 lengths.add(node.output[0])
 
     def token(self) -> str:
-        """A scalar 0 (int64), computed only when every open condition held: the run fails otherwise.
+        """``[0]`` (int64, 1-D), computed only when every open condition held: the run fails otherwise.
 
         One check per node (a few nodes, whatever the number of conditions): its name lists the rules it checks.
         """

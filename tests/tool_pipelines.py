@@ -9,6 +9,7 @@ import contextlib
 import io
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -71,17 +72,18 @@ def onnxsim_simplify(model: onnx.ModelProto, input_shapes: dict[str, list[int]] 
     return quiet(run)
 
 
+def onnxslim_slim(model: onnx.ModelProto) -> onnx.ModelProto:
+    """onnxslim's default: its copy of ONNX Runtime's symbolic shape inference (``auto_merge`` on), whose values it
+    writes into the model as constants, and its folding and fusions."""
+    import onnxslim
+
+    return quiet(lambda: onnxslim.slim(model))
+
+
 def onnxoptimizer_optimize(model: onnx.ModelProto) -> onnx.ModelProto:
     import onnxoptimizer
 
     return quiet(lambda: onnxoptimizer.optimize(model))
-
-
-def onnxslim_slim(model: onnx.ModelProto) -> onnx.ModelProto:
-    """onnxslim's default slimming (constant folding, dead-end removal, fusions)."""
-    import onnxslim
-
-    return quiet(lambda: onnxslim.slim(model))
 
 
 def graphsurgeon_fold(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -118,3 +120,28 @@ def with_output_shapes(model: onnx.ModelProto) -> onnx.ModelProto | None:
             return None
         output.type.tensor_type.shape.CopyFrom(tensor.shape)
     return copy
+
+
+def symbolic_shape_infer(model: onnx.ModelProto, auto_merge: bool, folder: Path) -> onnx.ModelProto:
+    """ONNX Runtime's ``SymbolicShapeInference.infer_shapes`` (``onnxruntime.tools.symbolic_shape_infer``); it
+    raises where it stops, after writing the model so far to its working folder, here ``folder``."""
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    with contextlib.chdir(folder):
+        return quiet(lambda: SymbolicShapeInference.infer_shapes(model, auto_merge=auto_merge))
+
+
+def quantized(model: onnx.ModelProto, folder: Path, auto_merge: bool = False) -> onnx.ModelProto:
+    """ONNX Runtime's quantization as its documentation runs it: ``quant_pre_process`` (symbolic shape inference,
+    with ``auto_merge`` as given; ORT's basic optimizations; onnx's shape inference), then ``quantize_dynamic``
+    with its default settings."""
+    from onnxruntime.quantization import quantize_dynamic
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    def run() -> onnx.ModelProto:
+        with contextlib.chdir(folder):
+            quant_pre_process(model, "pre.onnx", auto_merge=auto_merge)
+            quantize_dynamic("pre.onnx", "quantized.onnx")
+            return onnx.load("quantized.onnx")
+
+    return quiet(run)

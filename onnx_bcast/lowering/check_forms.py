@@ -5,12 +5,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from onnx import NodeProto, TensorProto
+from onnx import NodeProto, TensorProto, helper
 
-from onnx_bcast.lowering.node_build import int64_tensor
+from onnx_bcast.lowering.node_build import int64_tensor, make_node
 from onnx_bcast.ops.common import MAX_RANK
 
 _POISON = 2**28  # a failed check's token, per probe value: fits int32 (OpenVINO's int64), 3x no dim but 1 meets
+_FALSE = helper.make_tensor("value", TensorProto.BOOL, [1], [False])  # the lead's tensor: a byte an element
+_DIMS_KEPT = frozenset({"Gather", "Slice", "Squeeze", "Unsqueeze"})  # some of a tensor's dims in, dims out
 
 
 class CheckForms:
@@ -38,20 +40,28 @@ class CheckForms:
         self.place_constant(int64_tensor(node.output[0], values))
 
     def check_token(self, conditions: Sequence[str], name: str) -> str:
-        """``0`` (an int64 scalar), computed only when every condition (a bool tensor) holds everywhere.
+        """``[0]`` (int64, 1-D), computed only when every condition (a bool tensor) holds everywhere.
 
         With ``bad`` the number of false elements (the conditions, 1-D vectors, joined), three values
         ``[k, k, k]`` (``k = 2**28`` if bad else 0, a ``Where``) go through two probes in a row: ``Expand`` to
         ``[3 + bad]`` (named ``name``), which ONNX Runtime and ``onnx.reference`` check, then ``Reshape`` to
         ``[1, 3 + bad]`` (named ``name (reshaped)``), which OpenVINO's CPU plugin checks (it runs an incompatible
         ``Expand`` in shape arithmetic unchecked, returning its input, and drops a 1-D to 1-D ``Reshape``): three
-        values take neither shape unless bad is 0. The token is their sum: 0 when every condition holds. Where a
-        runtime checked neither, it is ``3 * 2**28``, which a tie's leading axis cannot take (its ``Squeeze``
-        fails). Its values fit int32 (OpenVINO computes int64 as int32: ``2**40`` was 0 there) and are never negative
-        (OpenVINO's reader refuses a ``ConstantOfShape`` that could be, and its ``Broadcast`` moved past an
-        elementwise op takes the larger of two shapes). The count is a ``ReduceSum`` with its axes (OpenVINO 2026.0
-        fuses a ``ReduceMin`` of a ``Concat`` wrongly).
+        values take neither shape unless bad is 0. Their sum is 0 when every condition holds. Where a runtime
+        checked neither, it is ``3 * 2**28``, which a tie's leading axis cannot take (its ``Squeeze`` fails). Its
+        values fit int32 (OpenVINO computes int64 as int32: ``2**40`` was 0 there) and are never negative (OpenVINO's
+        reader refuses a ``ConstantOfShape`` that could be, and its ``Broadcast`` moved past an elementwise op takes
+        the larger of two shapes). The count is a ``ReduceSum`` with its axes (OpenVINO 2026.0 fuses a ``ReduceMin``
+        of a ``Concat`` wrongly).
+
+        The tie's leading length, ``1 + sum``, is the length of a tensor of that many elements (``Shape`` of a
+        ``ConstantOfShape``; the token is it minus 1, ``self.leads`` keeps the pair): symbolic shape inference
+        (``onnxruntime.tools.symbolic_shape_infer``, which ``quant_pre_process`` runs; onnxslim's copy) sees a dim
+        there, a symbol of its own, where it stopped at an ``Expand`` to the sum, a value it cannot compute (every
+        converted model with a check was refused). What the conditions compare it does not see
+        (``_hide_compared_dims``).
         """
+        self._hide_compared_dims(conditions)
         joined = conditions[0] if len(conditions) == 1 else self.standard("Concat", list(conditions), axis=0)
         failures = self.cast(self.standard("Not", [joined]), TensorProto.INT64)
         # a leading 0: never an empty vector, which a folding tool would make an initializer OpenVINO reads as one
@@ -65,12 +75,48 @@ class CheckForms:
         # OpenVINO runs the Expand unchecked but checks a Reshape's element count (2-D: it drops 1-D to 1-D ones)
         reshaped = self.named("Reshape", [probe, self.standard("Concat", [self.const_i64([1], "one"), size], axis=0)],
                               f"{name} (reshaped)")
-        return self.reduce_sum(reshaped, [0, 1], keepdims=False)  # a scalar: a 1-D sum's length OpenVINO cannot see
+        total = self.reduce_sum(reshaped, [0, 1], keepdims=False)  # a scalar: a 1-D sum's length OpenVINO cannot see
+        one = self.const_i64([1], "one")
+        lead = self.shape(self.standard("ConstantOfShape", [self.standard("Add", [one, total])], value=_FALSE))
+        token = self.standard("Sub", [lead, one])  # read only by a tie that adds it to a vector; else pruned
+        self.leads[token] = lead
+        return token
+
+    def _hide_compared_dims(self, conditions: Sequence[str]) -> None:
+        """Each ``Equal`` the conditions read compares a tensor's dims through an ``Abs`` (of a dim: the dim).
+
+        Symbolic shape inference evaluates ``Equal`` of dims as sympy's structural equality, and onnxslim, which
+        runs it, writes what it evaluated into the model as a constant: false for two symbols (72 of 228 valid case
+        table runs then failed), true for two it merged because an op broadcasts them (2 of 37 invalid ones
+        returned values); it never finished on a guarded model before. It evaluates nothing after an ``Abs``, which
+        no tool folds while the dims are unknown.
+        """
+        producers = {out: node for node in self.nodes for out in node.output}
+        cone: set[int] = set()
+        todo = list(conditions)
+        while todo:
+            node = producers.get(todo.pop())
+            if node is not None and id(node) not in cone:
+                cone.add(id(node))
+                todo.extend(node.input)
+        hidden: dict[str, str] = {}
+        for node in [n for n in self.nodes if id(n) in cone and n.op_type == "Equal"]:
+            if any(value in hidden.values() for value in node.input):
+                continue
+            k = next((k for k, value in enumerate(node.input) if _dims(value, producers)), None)
+            if k is None:
+                continue
+            value = node.input[k]
+            if value not in hidden:
+                hidden[value] = self.names(f"{self.node_name}_abs")
+                self.nodes.insert(self.nodes.index(node), make_node(
+                    "Abs", [value], [hidden[value]], name=self.names(f"{self.node_name}/Abs"), doc_string=self.doc))
+            node.input[k] = hidden[value]
 
     def tied(self, x: str, shape: str, token: str) -> str:
         """``x`` (whose shape is ``shape``) after a check: ``Squeeze(Expand(Unsqueeze(x, 0), [1 + token, *shape]),
-        0)``, the same values and rank for a token of 0, whatever ``x``'s rank; the data path reads it, so no pass
-        can remove the check without changing the output.
+        0)`` (``1 + token``: the check's leading length, ``self.leads``), the same values and rank for a token of 0,
+        whatever ``x``'s rank; the data path reads it, so no pass can remove the check without changing the output.
 
         Measured against the alternatives: a ``Reshape`` to itself (free) is rewritten to a constant shape by
         onnxscript's ``MaterializeReshapeShape`` when the output has at most one unknown dim, dropped by OpenVINO
@@ -88,6 +134,18 @@ class CheckForms:
         computes the gathered slice without the ``Expand``, token unchecked.
         """
         self.require(8, "Expand")
-        lead = self.standard("Add", [self.const_i64([1], "one"), token])
-        widened = self._node("Expand", [self.unsqueeze(x, [0]), self.standard("Concat", [lead, shape], axis=0)], None)
+        widened = self._node("Expand", [self.unsqueeze(x, [0]), self.standard("Concat", [self.leads[token], shape],
+                                                                                 axis=0)], None)
         return self.squeeze(widened, [0])
+
+
+def _dims(value: str, producers: dict[str, NodeProto]) -> bool:
+    """Whether ``value`` holds dims of a tensor the rule computes on: ``Shape`` of it (not of a ``Shape``: a rank,
+    which symbolic shape inference knows), then ``Gather``/``Slice``/``Squeeze``/``Unsqueeze``."""
+    node = producers.get(value)
+    while node is not None and node.op_type in _DIMS_KEPT:
+        node = producers.get(node.input[0])
+    if node is None or node.op_type != "Shape":
+        return False
+    source = producers.get(node.input[0])
+    return source is None or source.op_type != "Shape"

@@ -41,6 +41,7 @@ class Emitter(CheckForms, ShapeForms, ElementwiseForms):
         self.final_name_used = False
         self.known_constants: dict[str, tuple[int, ...]] = {}  # the int64 constants asked for, by name
         self.roots: set[str] = set()  # values the graph reads besides the node's outputs (Expand elision's sources)
+        self.leads: dict[str, str] = {}  # a check's token -> the leading length its ties expand to (check_token)
 
     def written(self) -> list[NodeProto | bytes]:
         """The replacement: the nodes the rule wrote, or those a replay wrote serialized (graphs only, where
