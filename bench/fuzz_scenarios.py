@@ -15,6 +15,8 @@ node becomes the first node of a model that varies what real models vary:
   ``(2,)`` (ONNX Runtime does not check a declared scalar's rank); the model must then fail at the first node;
 * **Scan bodies**: for some models with ranked inputs, the chain is the body of a one-iteration ``Scan`` (each input
   fed with a leading axis of 1, the output's squeezed off);
+* the tools include ONNX Runtime's symbolic shape inference and its quantization (``quant_pre_process`` then
+  ``quantize_dynamic``), run as users run them;
 * **claims**: the graph output declared with no shape, its true shape, a stale static shape (another draw's, or the
   valid shape while the invalid input is fed) or ``dim_param`` names; the intermediates' ``value_info`` none, true
   or stale.
@@ -51,11 +53,12 @@ SCAN_FRACTION = 0.15  # of the scenario models whose inputs have ranks: the chai
 CORE_PATHS = ("scenario_numpy", "scenario_native", "scenario_converted_ort")
 ORT_LEVEL_PATHS = ("scenario_ort_disabled", "scenario_ort_basic", "scenario_ort_extended", "scenario_ort_all")
 TOOL_PATHS = ("scenario_onnxscript", "scenario_onnx_ir", "scenario_onnxsim", "scenario_onnxsim_fixed",
-              "scenario_onnxoptimizer", "scenario_onnxslim", "scenario_graphsurgeon", *ORT_LEVEL_PATHS,
-              "scenario_openvino")
+              "scenario_onnxoptimizer", "scenario_onnxslim", "scenario_graphsurgeon", "scenario_symbolic_shapes",
+              "scenario_quantized", *ORT_LEVEL_PATHS, "scenario_openvino")
 TOOL_MODULES = {"scenario_onnxscript": "onnxscript", "scenario_onnx_ir": "onnx_ir", "scenario_onnxsim": "onnxsim",
                 "scenario_onnxsim_fixed": "onnxsim", "scenario_onnxoptimizer": "onnxoptimizer",
                 "scenario_onnxslim": "onnxslim", "scenario_graphsurgeon": "onnx_graphsurgeon",
+                "scenario_symbolic_shapes": "sympy", "scenario_quantized": "sympy",
                 "scenario_openvino": "openvino"}
 DECLARATIONS = ("static", "dynamic", "unknown", "by_value", "by_position")
 MIDDLE_OPS = ("Identity", "Relu", "Neg", "Abs")
@@ -473,6 +476,8 @@ def run_path(model: onnx.ModelProto, path: str, feeds: dict[str, np.ndarray]) ->
         return t.ort_run(t.onnxsim_simplify(shaped, fixed), feeds)
     if path == "scenario_openvino":
         return _openvino(model, guarded, feeds)
+    if path in ("scenario_symbolic_shapes", "scenario_quantized"):
+        return _ort_model_tool(model, guarded, feeds, path)
     optimize = {"scenario_onnxscript": t.onnxscript_optimize, "scenario_onnx_ir": t.onnx_ir_passes,
                 "scenario_onnxoptimizer": t.onnxoptimizer_optimize, "scenario_onnxslim": t.onnxslim_slim,
                 "scenario_graphsurgeon": t.graphsurgeon_fold}[path]
@@ -487,6 +492,39 @@ def run_path(model: onnx.ModelProto, path: str, feeds: dict[str, np.ndarray]) ->
             # ORT then refuses the feeds, loudly, valid or not
             raise Skip(f"the tool fixed input dims ({fixed}) and ONNX Runtime refuses the feeds") from err
         raise
+
+
+def _ort_model_tool(model: onnx.ModelProto, guarded: onnx.ModelProto, feeds: dict[str, np.ndarray], path: str
+                   ) -> list[np.ndarray]:
+    """ONNX Runtime's symbolic shape inference (its default, no ``auto_merge``), or ``quant_pre_process`` then
+    ``quantize_dynamic`` (defaults), then a run in plain ORT. Where the tool refuses the guards=False form too, or a
+    tensor's rank is unknown (it fails on any ``Shape`` of it), the limit is the tool's: skipped with the reason."""
+    import tempfile
+    import traceback
+
+    t = tools()
+
+    def apply(form: onnx.ModelProto, folder: str) -> onnx.ModelProto:
+        if path == "scenario_symbolic_shapes":
+            return t.symbolic_shape_infer(form, False, Path(folder))
+        return t.quantized(form, Path(folder))
+
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            done = apply(guarded, folder)
+        except Exception as err:
+            if any(not v.type.tensor_type.HasField("shape") for v in guarded.graph.input) or any(
+                    frame.name == "_get_sympy_shape" for frame in traceback.extract_tb(err.__traceback__)):
+                # an input of unknown rank, or a broadcast to a fed target of unknown length: ORT's symbolic shape
+                # inference fails on any Shape of such a tensor (our checks read one; the bare form may not)
+                raise Skip("a tensor of unknown rank: ORT's symbolic shape inference fails on its Shape") from err
+            try:
+                apply(converted(model, guards=False), folder)
+            except Exception:  # noqa: BLE001 - the tool's own limit: it refuses the bare form too
+                raise Skip("the tool refuses the guards=False form too") from err
+            raise
+    kept = {value.name for value in done.graph.input}
+    return t.ort_run(done, {name: value for name, value in feeds.items() if name in kept})
 
 
 def _dims_fixed(before: onnx.ModelProto, after: onnx.ModelProto) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from tests.test_fuzz_slice import fuzz  # noqa: F401 - the fixture that loads bench/fuzz.py
 
-TOOL_MODULES = ("onnxscript", "onnx_ir", "onnxsim", "onnxoptimizer", "onnxslim", "onnx_graphsurgeon", "openvino")
+TOOL_MODULES = ("onnxscript", "onnx_ir", "onnxsim", "onnxoptimizer", "onnxslim", "onnx_graphsurgeon", "sympy", "openvino")
 KNOWN: tuple[str, ...] = ()
 
 
