@@ -67,10 +67,12 @@ class CheckForms:
                               f"{name} (reshaped)")
         return self.reduce_sum(reshaped, [0, 1], keepdims=False)  # a scalar: a 1-D sum's length OpenVINO cannot see
 
-    def tied(self, x: str, shape: str, token: str) -> str:
+    def tied(self, x: str, shape: str | None, token: str) -> str:
         """``x`` (whose shape is ``shape``) after a check: ``Squeeze(Expand(Unsqueeze(x, 0), [1 + token, *shape]),
         0)``, the same values and rank for a token of 0, whatever ``x``'s rank; the data path reads it, so no pass
-        can remove the check without changing the output.
+        can remove the check without changing the output. ``shape`` None: ``x`` is known to be rank 0, and the
+        target is ``[1 + token]`` alone (``Shape(x)`` would be an empty vector, which folding tools make a
+        zero-element constant, read by OpenVINO as one element).
 
         Measured against the alternatives: a ``Reshape`` to itself (free) is rewritten to a constant shape by
         onnxscript's ``MaterializeReshapeShape`` when the output has at most one unknown dim, dropped by OpenVINO
@@ -89,5 +91,6 @@ class CheckForms:
         """
         self.require(8, "Expand")
         lead = self.standard("Add", [self.const_i64([1], "one"), token])
-        widened = self._node("Expand", [self.unsqueeze(x, [0]), self.standard("Concat", [lead, shape], axis=0)], None)
-        return self.squeeze(widened, [0])
+        lifted = self.unsqueeze(x, [0])
+        target = lead if shape is None else self.standard("Concat", [lead, shape], axis=0)
+        return self.squeeze(self._node("Expand", [lifted, target], None), [0])
