@@ -66,6 +66,7 @@ _BINARY: dict[str, Callable[[Element, Element], Element]] = {
     "Equal": _equal, "Less": _less, "Greater": lambda a, b: _less(b, a),
     "Or": _or, "And": _and, "Add": _arith(lambda a, b: a + b), "Sub": _arith(lambda a, b: a - b),
 }
+BROADCASTING = frozenset(_BINARY)  # the elementwise ops modelled: their operands broadcast
 
 
 def _broadcast(a: Value, b: Value, op: Callable[[Element, Element], Element]) -> Value:
@@ -98,6 +99,10 @@ class GuardFacts:
         self._names = bound.fact_names or bound.inputs  # a replay's placeholders: the real names, for symbols
         self._computed = bound.computed
         self._memo: dict[str, Value] = {}
+
+    def producer(self, name: str) -> NodeProto | None:
+        """The emitted node that computes ``name`` (None for an input or a constant)."""
+        return self._producer.get(name)
 
     def value(self, name: str) -> Value:
         if name not in self._memo:
@@ -149,13 +154,16 @@ class GuardFacts:
 
     def _lead_tied(self, node: NodeProto) -> str | None:
         """``x`` where ``node`` is ``Squeeze(Expand(Unsqueeze(x, 0), Concat(1 + token, Shape(x))), 0)``, a check's
-        tie on a leading axis (``Emitter.tied``); else None."""
+        tie on a leading axis (``Emitter.tied``; ``1 + token`` alone for a rank-0 ``x``); else None."""
         expand = self._producer.get(node.input[0])
         if expand is None or expand.op_type != "Expand":
             return None
         lead, target = self._producer.get(expand.input[0]), self._producer.get(expand.input[1])
-        if lead is None or lead.op_type != "Unsqueeze" or target is None or target.op_type != "Concat" or \
-                len(target.input) != 2:
+        if lead is None or lead.op_type != "Unsqueeze" or target is None:
+            return None
+        if target.op_type == "Add" and self._shape_of(lead.input[0]) == ():  # a rank-0 x: [1 + token] alone
+            return lead.input[0]
+        if target.op_type != "Concat" or len(target.input) != 2:
             return None
         shape = self._producer.get(target.input[1])
         return lead.input[0] if shape is not None and shape.op_type == "Shape" and shape.input[0] == lead.input[0] \
@@ -203,11 +211,11 @@ class GuardFacts:
             return ins[0]
         if op == "Concat":
             return None if any(v is None for v in ins) else tuple(e for v in ins for e in v)
-        if op == "Gather":
-            indices = ins[1]
-            if ins[0] is None or indices is None or not all(_known(i) for i in indices):
+        if op == "Gather":  # one element per index (a vector of ours gathered from a vector)
+            data, indices = ins
+            if indices is None:
                 return None
-            return tuple(ins[0][int(i)] for i in indices)
+            return tuple(data[int(i)] if data is not None and _known(i) else None for i in indices)
         if op == "Slice" and len(ins) == 3:
             return self._slice(ins[0], ins[1], ins[2])
         if op == "ConstantOfShape":

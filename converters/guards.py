@@ -2,17 +2,18 @@
 
 All open conditions of a node together become two probes in a row that fail unless they hold
 (``Emitter.check_token``: an ``Expand`` that ONNX Runtime checks, then a ``Reshape`` of its output that OpenVINO
-checks, docs/guards.md). The sum of what they pass on gives the
-*token*, ``[0]`` (a length minus 1), which the data path carries (``x`` expanded on a leading axis of ``1 + token`` and squeezed
-back, ``Emitter.tied``; the rule's own ``Expand`` of its data): the values and the rank stay as they were (static
-for runtimes that need it), and no optimizer can prune or fold the check without evaluating it. The failing node is
-named ``<our node>/guard: <its rules>``, which runtimes quote.
+checks, docs/guards.md). The sum of what they pass on gives the *token*, ``[0]`` (a length minus 1), which the data
+path carries (``x`` expanded on a leading axis of ``1 + token`` and squeezed back, ``Emitter.tied``; the rule's own
+``Expand`` of its data): the values and the rank stay as they were (static for runtimes that need it), and no
+optimizer can prune or fold the check without evaluating it. The failing node is named ``<our node>/guard: <its
+rules>``, which runtimes quote.
 """
 
 from __future__ import annotations
 
 from onnx import TensorProto
 
+from onnx_bcast.converters.empty_vectors import empty_unless_long
 from onnx_bcast.converters.guard_facts import GuardFacts
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
@@ -94,10 +95,18 @@ class Guard:
             if verdict is False:
                 raise self.bound.fail(f"{rule}; {known_shapes(self.bound)}")
             if verdict is None:
-                kept.append((condition, rule))
+                kept.extend((c, rule) for c in self._without_empty_vectors(facts, condition))
         self.conditions = kept
         if kept:
             self._fold_lengths(facts)
+
+    def _without_empty_vectors(self, facts: GuardFacts, condition: str) -> list[str]:
+        """``condition``, or where it is empty in every run, ``Size(v) < 2`` for each vector ``v`` it broadcasts
+        against an empty one: the run fails exactly where one is longer than 1 (``empty_unless_long``)."""
+        long = empty_unless_long(facts, condition)
+        if long is None:
+            return [condition]
+        return [self.op("Less", self.op("Size", v), self.i64(2)) for v in dict.fromkeys(long)]
 
     def _fold_lengths(self, facts: GuardFacts) -> None:
         """Lengths and their arithmetic whose every element is known (a rank, a shape input's length, their
@@ -157,7 +166,7 @@ class Guard:
         if not self.conditions:
             return data, target
         token = self.token()
-        tied = self.emit.tied(data, shape or self.emit.shape(data), token)
+        tied = self.emit.tied(data, self._shape_unless_rank_0(data, shape), token)
         value = self.facts().value(target)
         if value is not None and any(e == 0 and not isinstance(e, bool) for e in value):
             target = self.op("Add", target, token)
@@ -169,7 +178,13 @@ class Guard:
         self.settle()
         if not self.conditions:
             return x
-        return self.emit.tied(x, shape or self.emit.shape(x), self.token())
+        return self.emit.tied(x, self._shape_unless_rank_0(x, shape), self.token())
+
+    def _shape_unless_rank_0(self, x: str, shape: str | None) -> str | None:
+        """``x``'s ``Shape`` (``shape`` where the rule made it) for a tie, or None where ``x`` is known to be rank 0:
+        the tie then needs no shape (``Emitter.tied``)."""
+        shape = shape or self.emit.shape(x)
+        return None if self.facts().value(shape) == () else shape
 
 
 def known_shapes(bound: Bound) -> str:

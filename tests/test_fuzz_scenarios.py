@@ -14,7 +14,8 @@ import pytest
 
 from tests.test_fuzz_slice import fuzz  # noqa: F401 - the fixture that loads bench/fuzz.py
 
-TOOL_MODULES = ("onnxscript", "onnx_ir", "onnxsim", "onnxoptimizer", "onnxslim", "onnx_graphsurgeon", "sympy", "openvino")
+TOOL_MODULES = ("onnxscript", "onnx_ir", "onnxsim", "onnxoptimizer", "onnxslim", "onnx_graphsurgeon", "sympy",
+                "openvino")
 KNOWN: tuple[str, ...] = ()
 
 

@@ -113,10 +113,12 @@ class CheckForms:
                     "Abs", [value], [hidden[value]], name=self.names(f"{self.node_name}/Abs"), doc_string=self.doc))
             node.input[k] = hidden[value]
 
-    def tied(self, x: str, shape: str, token: str) -> str:
+    def tied(self, x: str, shape: str | None, token: str) -> str:
         """``x`` (whose shape is ``shape``) after a check: ``Squeeze(Expand(Unsqueeze(x, 0), [1 + token, *shape]),
         0)`` (``1 + token``: the check's leading length, ``self.leads``), the same values and rank for a token of 0,
         whatever ``x``'s rank; the data path reads it, so no pass can remove the check without changing the output.
+        ``shape`` None: ``x`` is known to be rank 0, and the target is ``[1 + token]`` alone (``Shape(x)`` would be
+        an empty vector, which folding tools make a zero-element constant, read by OpenVINO as one element).
 
         Measured against the alternatives: a ``Reshape`` to itself (free) is rewritten to a constant shape by
         onnxscript's ``MaterializeReshapeShape`` when the output has at most one unknown dim, dropped by OpenVINO
@@ -134,9 +136,9 @@ class CheckForms:
         computes the gathered slice without the ``Expand``, token unchecked.
         """
         self.require(8, "Expand")
-        widened = self._node("Expand", [self.unsqueeze(x, [0]), self.standard("Concat", [self.leads[token], shape],
-                                                                                 axis=0)], None)
-        return self.squeeze(widened, [0])
+        lead = self.leads[token]
+        target = lead if shape is None else self.standard("Concat", [lead, shape], axis=0)
+        return self.squeeze(self._node("Expand", [self.unsqueeze(x, [0]), target], None), [0])
 
 
 def _dims(value: str, producers: dict[str, NodeProto]) -> bool:
