@@ -55,8 +55,16 @@ def _bidirectional(guard: Guard, bound: Bound, d: str, target: str, big_r: str, 
                    unidirectional: bool) -> None:
     if unidirectional:  # the output is the target: numpy's conditions
         _numpy(guard, bound, d, target, big_r, axes, unidirectional)
-    else:  # the standard Expand broadcasts bidirectionally and checks the dims itself, but not the data's rank
-        guard.require(guard.at_most(guard.length(d), guard.i64(MAX_RANK)), f"ranks are at most {MAX_RANK}")
+    else:  # what the standard Expand checks itself, said again: OpenVINO's does not check it where the data's
+        # dims are static (a (2, 3) to a fed [4, 3] returned (2, 3) there)
+        r = guard.length(d)
+        guard.require(guard.at_most(r, guard.i64(MAX_RANK)), f"ranks are at most {MAX_RANK}")
+        k = guard.op("Where", guard.op("Less", r, big_r), r, big_r)  # (no int64 Min before opset 12)
+        d_tail, t_tail = guard.slice(d, guard.op("Sub", r, k), r), guard.slice(target, guard.op("Sub", big_r, k), big_r)
+        one = guard.i64(1)
+        fits = guard.op("Or", guard.op("Or", guard.op("Equal", d_tail, one), guard.op("Equal", t_tail, one)),
+                        guard.op("Equal", d_tail, t_tail))
+        guard.require(fits, "bidirectional: aligned dims must be equal or 1")
 
 
 def _pdpd(guard: Guard, bound: Bound, d: str, target: str, big_r: str, axes: str | None,
