@@ -20,7 +20,7 @@ from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.ops.common import MAX_ELEMENTS, MAX_RANK, nonzero_product
 
 GUARD_OPSET = 11  # Equal/Less/Greater on int64, ScatterElements-era Slice and ConstantOfShape
-_FOLDABLE = frozenset({"Shape", "Add", "Sub", "Where"})  # 1-D int64 arithmetic of lengths (``Guard._fold_lengths``)
+_FOLDABLE = frozenset({"Shape", "Add", "Sub"})  # 1-D int64 arithmetic of lengths (``Guard._fold_lengths``)
 
 
 class Guard:
@@ -122,8 +122,6 @@ class Guard:
                 continue
             if node.op_type == "Shape":
                 foldable = node.input[0] in shapes or node.input[0] in lengths
-            elif node.op_type == "Where":  # the smaller of two lengths, say: its condition known from the facts
-                foldable = all(name in lengths for name in node.input[1:])
             else:
                 foldable = all(name in lengths for name in node.input)
             value = facts.value(node.output[0]) if foldable else None

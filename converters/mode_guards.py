@@ -55,11 +55,15 @@ def _bidirectional(guard: Guard, bound: Bound, d: str, target: str, big_r: str, 
                    unidirectional: bool) -> None:
     if unidirectional:  # the output is the target: numpy's conditions
         _numpy(guard, bound, d, target, big_r, axes, unidirectional)
-    else:  # what the standard Expand checks itself, said again: OpenVINO's does not check it where the data's
-        # dims are static (a (2, 3) to a fed [4, 3] returned (2, 3) there)
+    else:  # the standard Expand checks the dims itself, but not the data's rank
         r = guard.length(d)
         guard.require(guard.at_most(r, guard.i64(MAX_RANK)), f"ranks are at most {MAX_RANK}")
-        k = guard.op("Where", guard.op("Less", r, big_r), r, big_r)  # (no int64 Min before opset 12)
+        facts = guard.facts()
+        dims, lengths = facts.value(d), (facts.value(r) or ()) + (facts.value(big_r) or ())
+        if dims is None or len(lengths) != 2 or not all(type(e) is int for e in (*dims, *lengths)):
+            return  # OpenVINO checks the Expand where the data's dims are not static (and runs no unknown rank)
+        # ... but not where they are static: said again (a (2, 3) to a fed [4, 3] returned (2, 3) there)
+        k = guard.i64(min(lengths))
         d_tail, t_tail = guard.slice(d, guard.op("Sub", r, k), r), guard.slice(target, guard.op("Sub", big_r, k), big_r)
         one = guard.i64(1)
         fits = guard.op("Or", guard.op("Or", guard.op("Equal", d_tail, one), guard.op("Equal", t_tail, one)),
