@@ -101,17 +101,15 @@ class CheckForms:
                 todo.extend(node.input)
         hidden: dict[str, str] = {}
         for node in [n for n in self.nodes if id(n) in cone and n.op_type == "Equal"]:
-            if any(value in hidden.values() for value in node.input):
-                continue
-            k = next((k for k, value in enumerate(node.input) if _dims(value, producers)), None)
-            if k is None:
-                continue
-            value = node.input[k]
-            if value not in hidden:
-                hidden[value] = self.names(f"{self.node_name}_abs")
-                self.nodes.insert(self.nodes.index(node), make_node(
-                    "Abs", [value], [hidden[value]], name=self.names(f"{self.node_name}/Abs"), doc_string=self.doc))
-            node.input[k] = hidden[value]
+            # both sides where both are dims: onnxslim folds an Abs of static dims, and compares the constant
+            for k in [k for k, value in enumerate(node.input) if _dims(value, producers)]:
+                value = node.input[k]
+                if value not in hidden:
+                    hidden[value] = self.names(f"{self.node_name}_abs")
+                    self.nodes.insert(self.nodes.index(node), make_node(
+                        "Abs", [value], [hidden[value]], name=self.names(f"{self.node_name}/Abs"),
+                        doc_string=self.doc))
+                node.input[k] = hidden[value]
 
     def tied(self, x: str, shape: str | None, token: str) -> str:
         """``x`` (whose shape is ``shape``) after a check: ``Squeeze(Expand(Unsqueeze(x, 0), [1 + token, *shape]),
