@@ -544,3 +544,16 @@ def test_statically_invalid_broadcast_is_an_error_not_an_abort(elem: str) -> Non
         assert "(2, 4)" in result["created"]["message"], result
         return
     assert_broadcast_error(result["good"], "inner", "(2, 3)", "(2, 4)")
+
+
+def test_the_innermost_failing_node_of_a_subgraph_is_named() -> None:
+    """ONNX Runtime names the Scan, then the node of its body that failed its inference when the session was made
+    (fuzz seed 44, case 8977): the body's node is ours, so the native backend raises our node's BroadcastError (the
+    numpy backend's), not ORT's load error."""
+    from onnx_bcast.ort.run_failures import failed_node
+
+    message = ("[ONNXRuntimeError] : 1 : FAIL : Node (scan) Op (Scan) [TypeInferenceError] Graph attribute "
+               "inferencing failed: Node (second) Op (Min) [ShapeInferenceError] Incompatible dimensions")
+    assert failed_node(RuntimeError(message)) == "second"
+    assert failed_node(RuntimeError("Non-zero status code returned while running Expand node. Name:'bc/guard: x' "
+                                    "Status Message: invalid")) == "bc/guard: x"

@@ -23,9 +23,10 @@ _FAILURE = re.compile(r"requested shape:\{" + str(ERROR_SHAPE_MARK) + r",(\d+)(?
 
 
 def failed_node(exc: BaseException) -> str | None:
-    """The name of the node whose failure ONNX Runtime reports (at run time, or in its run-time inference)."""
-    match = _FAILED_NODE.search(str(exc))
-    return (match.group(1) or match.group(2)) if match else None
+    """The name of the node whose failure ONNX Runtime reports (at run time, or in its run-time inference); in a
+    subgraph, the innermost one (``Node (scan) Op (Scan) ... Node (second) Op (Min) ...``: ``second``)."""
+    matches = list(_FAILED_NODE.finditer(str(exc)))
+    return (matches[-1].group(1) or matches[-1].group(2)) if matches else None
 
 
 def failed_guard(exc: BaseException) -> tuple[str, str] | None:
