@@ -484,14 +484,10 @@ def run_path(model: onnx.ModelProto, path: str, feeds: dict[str, np.ndarray]) ->
     try:
         optimized = optimize(guarded)
     except Exception as err:
-        try:
-            optimize(converted(model, guards=False))
-        except Exception:  # noqa: BLE001 - the tool's own limit (onnxslim on a stale declared output, say)
-            raise Skip("the tool refuses the guards=False form too") from err
+        _skip_where_bare_refused(lambda: optimize(converted(model, guards=False)), err)
         raise
-    kept = {value.name for value in optimized.graph.input}  # onnxslim drops inputs no node reads (docs/limits.md)
     try:
-        return t.ort_run(optimized, {name: value for name, value in feeds.items() if name in kept})
+        return t.ort_run(optimized, _kept(optimized, feeds))
     except Exception as err:
         fixed = _dims_fixed(guarded, optimized)
         if fixed and "Got invalid dimensions for input" in str(err):
@@ -525,13 +521,24 @@ def _ort_model_tool(model: onnx.ModelProto, guarded: onnx.ModelProto, feeds: dic
                 # an input of unknown rank, or a broadcast to a fed target of unknown length: ORT's symbolic shape
                 # inference fails on any Shape of such a tensor (our checks read one; the bare form may not)
                 raise Skip("a tensor of unknown rank: ORT's symbolic shape inference fails on its Shape") from err
-            try:
-                apply(converted(model, guards=False), folder)
-            except Exception:  # noqa: BLE001 - the tool's own limit: it refuses the bare form too
-                raise Skip("the tool refuses the guards=False form too") from err
+            _skip_where_bare_refused(lambda: apply(converted(model, guards=False), folder), err)
             raise
-    kept = {value.name for value in done.graph.input}
-    return t.ort_run(done, {name: value for name, value in feeds.items() if name in kept})
+    return t.ort_run(done, _kept(done, feeds))
+
+
+def _skip_where_bare_refused(apply_to_bare: Callable[[], object], err: Exception) -> None:
+    """``Skip`` (from ``err``, the tool's failure on the guarded model) where the tool refuses the guards=False form
+    too: the limit is the tool's (onnxslim on a stale declared output, say); else nothing."""
+    try:
+        apply_to_bare()
+    except Exception:  # noqa: BLE001 - whether the tool takes the bare form is the question
+        raise Skip("the tool refuses the guards=False form too") from err
+
+
+def _kept(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The feeds of the inputs a tool kept (onnxslim and ORT's optimizer drop inputs no node reads, docs/limits.md)."""
+    kept = {value.name for value in model.graph.input}
+    return {name: value for name, value in feeds.items() if name in kept}
 
 
 def _dims_fixed(before: onnx.ModelProto, after: onnx.ModelProto) -> str:

@@ -35,8 +35,10 @@ def declared_scalars(graph: GraphProto) -> list[tuple[str, int]]:
     return found
 
 
-def scalars_reaching_ours(graph: GraphProto, declared: list[list[tuple[int, Declared]]]) -> dict[str, str]:
-    """For each declared scalar of the main graph whose value reaches one of our nodes: the label of the first.
+def scalars_reaching_ours(graph: GraphProto, declared: list[list[tuple[int, Declared]]]
+                          ) -> dict[str, tuple[str, int]]:
+    """For each declared scalar of the main graph whose value reaches one of our nodes: the label of the first, and
+    the scalar's element type.
 
     ``declared``: our nodes per node list, the main graph's first. A node that holds a subgraph, or calls a
     function, counts as ours when our nodes are nested in the model. Reached: read by a node (or by its
@@ -47,7 +49,8 @@ def scalars_reaching_ours(graph: GraphProto, declared: list[list[tuple[int, Decl
     labels = {index: d.label for index, d in declared[0]}
     nested_label = next((d.label for found in declared[1:] for _, d in found), None)
     reached = {name: name for name, _ in scalars}  # value -> the declared scalar it comes from
-    first: dict[str, str] = {}
+    types = dict(scalars)
+    first: dict[str, tuple[str, int]] = {}
     for index, node in enumerate(graph.node):
         sources = {reached[name] for name in _reads(node) if name in reached}
         if not sources:
@@ -57,36 +60,37 @@ def scalars_reaching_ours(graph: GraphProto, declared: list[list[tuple[int, Decl
             label = nested_label
         if label is not None:
             for source in sources:
-                first.setdefault(source, label)
+                first.setdefault(source, (label, types[source]))
         for out in node.output:
             if out:
                 reached[out] = min(sources)
     return first
 
 
-def check_scalar_inputs(model: ModelProto, wanted: dict[str, str], opset: int, names: NameGenerator) -> set[str]:
-    """Each declared scalar in ``wanted`` (name -> label of our first node it reaches) read by every node through a
-    check that fails unless it is fed a scalar; the names the new nodes read."""
+def check_scalar_inputs(model: ModelProto, wanted: dict[str, tuple[str, int]], opset: int, names: NameGenerator
+                        ) -> set[str]:
+    """Each declared scalar in ``wanted`` (name -> label of our first node it reaches, element type;
+    ``scalars_reaching_ours``) read by every node through a check that fails unless it is fed a scalar; the names
+    the new nodes read."""
     graph = model.graph
     if opset < EINSUM_OPSET:
         logger.warning("inputs %s are declared scalars, which ONNX Runtime does not check; no run-time check at "
                        "default-domain opset %d (it needs %d)", sorted(wanted), opset, EINSUM_OPSET)
         return set()
-    types = dict(declared_scalars(graph))
     checks: list[NodeProto] = []
     renamed: dict[str, str] = {}
-    for name, label in wanted.items():
+    for name, (label, elem) in wanted.items():
         checked = renamed[name] = names(f"{name}_rank0")
         node_name = f"{label}/guard: " + RULE.format(name=name)
-        wide = _EXACT_IN.get(types[name])
-        if types[name] in _EINSUM_TYPES:
+        wide = _EXACT_IN.get(elem)
+        if elem in _EINSUM_TYPES:
             checks.append(helper.make_node("Einsum", [name], [checked], name=node_name, equation="->"))
         elif wide is not None:
             cast, summed = names(f"{name}_wide"), names(f"{name}_wide_rank0")
             checks += [helper.make_node("Cast", [name], [cast], name=names(f"{label}/{name}_wide"), to=wide),
                        helper.make_node("Einsum", [cast], [summed], name=node_name, equation="->"),
                        helper.make_node("Cast", [summed], [checked], name=names(f"{label}/{name}_back"),
-                                        to=types[name])]
+                                        to=elem)]
         else:
             del renamed[name]
             logger.warning("input %r is declared a scalar of a type with no run-time rank check", name)

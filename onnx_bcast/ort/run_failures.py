@@ -11,14 +11,16 @@ from onnx import ModelProto
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
 from onnx_bcast.lowering.declaring import declare, node_label
+from onnx_bcast.lowering.scalar_inputs import RULE as SCALAR_RULE
 from onnx_bcast.model.walk import node_lists
 from onnx_bcast.onnx_defs import schemas
 from onnx_bcast.ort.kernels import ERROR_SHAPE_MARK
 from onnx_bcast.ort.process_state import take_error
 
 _FAILED_NODE = re.compile(r"Name:'(.+?)' Status Message|Node \((.+?)\) Op \(")  # ORT names the failing node
+_RULE_HEAD, _RULE_TAIL = SCALAR_RULE.split("{name}")  # a guard's rule about a graph input (a declared scalar)
+_INPUT_RULE = re.compile(re.escape(_RULE_HEAD) + "(.+?)" + re.escape(_RULE_TAIL))
 # the guard's or the elementwise check's failure shape: [2, error id] or [2, error id, 3]
-_INPUT_RULE = re.compile(r"input '(.+?)' ")  # a guard's rule about a graph input (``lowering.scalar_inputs``)
 _FAILURE = re.compile(r"requested shape:\{" + str(ERROR_SHAPE_MARK) + r",(\d+)(?:,\d+)?\}")
 
 
