@@ -47,6 +47,18 @@ def through_a_standard_op() -> onnx.ModelProto:
                           helper.make_tensor_value_info("target", TensorProto.INT64, [2])])
 
 
+def explicit_to_an_empty_constant() -> onnx.ModelProto:
+    """The result holds no element whatever ``x`` holds, and its shape is constant: onnxsim computed it and dropped
+    the check with the rest (fuzz seed 44, case 13122: ``(2, 0, 2)`` for ``x`` fed ``(1,)``)."""
+    nodes = [helper.make_node("Constant", [], ["target"], value=helper.make_tensor("t", TensorProto.INT64, [3],
+                                                                                   [2, 0, 2])),
+             helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("a", TensorProto.INT64, [0], [])),
+             helper.make_node("Broadcast", ["x", "target", "axes"], ["b"], domain="onnx_bcast", name="bc",
+                              mode="explicit"),
+             helper.make_node("Neg", ["b"], ["y"])]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.INT64, [])])
+
+
 TARGET = np.array([2, 1], np.int64)
 # (model, valid feeds, expected output, feeds that are invalid only by the declared scalar's rank)
 CASES: dict[str, tuple[Callable[[], onnx.ModelProto], dict, np.ndarray, list[dict]]] = {
@@ -62,6 +74,8 @@ CASES: dict[str, tuple[Callable[[], onnx.ModelProto], dict, np.ndarray, list[dic
     "through_neg": (through_a_standard_op, {"x": np.array(2.0, np.float32), "target": TARGET},
                     np.full((2, 1), -2.0, np.float32),
                     [{"x": np.array([2.0, 3.0], np.float32), "target": TARGET}]),
+    "empty_result": (explicit_to_an_empty_constant, {"x": np.array(22, np.int64)}, np.zeros((2, 0, 2), np.int64),
+                     [{"x": np.array([22], np.int64)}]),
 }
 
 

@@ -206,7 +206,7 @@ def _lower(model: ModelProto, rule_set: RuleSet, opset: int | None, inline: bool
     done, total = 0, sum(len(found) for found in declared)
     hows: dict[tuple[str, str], str] = {}  # (op, mode) -> the doc_string's mode and rule
     replays = Replays() if speedups else None  # (replay needs the signatures that hidden inference gives)
-    scalar_checks = scalars_reaching_ours(copy.graph, declared)  # (before the main graph's nodes are replaced)
+    scalar_checks = scalars_reaching_ours(copy.graph, declared, facts.shapes.get)  # (before nodes are replaced)
     # children first: rewriting a graph copies its nodes, and with them the subgraphs they hold
     for entry, found, inputs in reversed(list(zip(lists, declared, survey.inputs, strict=True))):
         if not found:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, helper
 
@@ -22,6 +24,16 @@ _EXACT_IN = {TensorProto.BOOL: TensorProto.INT64, TensorProto.INT8: TensorProto.
 RULE = "input '{name}' is declared a scalar and must be fed one (ONNX Runtime does not check its rank)"
 
 
+@dataclass
+class ScalarCheck:
+    """A declared scalar's check: the label of our first node it reaches, its element type, and the outputs of our
+    nodes it reaches that hold no element whatever it is fed (they get a tie: ``empty_tie``)."""
+
+    label: str
+    elem: int
+    empty: list[str] = field(default_factory=list)
+
+
 def declared_scalars(graph: GraphProto) -> list[tuple[str, int]]:
     """(name, element type) of the graph inputs declared as tensors of rank 0 (initializers excluded)."""
     found = []
@@ -35,10 +47,12 @@ def declared_scalars(graph: GraphProto) -> list[tuple[str, int]]:
     return found
 
 
-def scalars_reaching_ours(graph: GraphProto, declared: list[list[tuple[int, Declared]]]
-                          ) -> dict[str, tuple[str, int]]:
-    """For each declared scalar of the main graph whose value reaches one of our nodes: the label of the first, and
-    the scalar's element type.
+def scalars_reaching_ours(graph: GraphProto, declared: list[list[tuple[int, Declared]]],
+                          shape_of: Callable[[str], tuple | None] = lambda name: None
+                          ) -> dict[str, ScalarCheck]:
+    """For each declared scalar of the main graph whose value reaches one of our nodes: the label of the first, the
+    scalar's element type, and the outputs of the main graph's nodes of ours it reaches whose shape (``shape_of``)
+    is known to hold no element.
 
     ``declared``: our nodes per node list, the main graph's first. A node that holds a subgraph, or calls a
     function, counts as ours when our nodes are nested in the model. Reached: read by a node (or by its
@@ -50,7 +64,7 @@ def scalars_reaching_ours(graph: GraphProto, declared: list[list[tuple[int, Decl
     nested_label = next((d.label for found in declared[1:] for _, d in found), None)
     reached = {name: name for name, _ in scalars}  # value -> the declared scalar it comes from
     types = dict(scalars)
-    first: dict[str, tuple[str, int]] = {}
+    first: dict[str, ScalarCheck] = {}
     for index, node in enumerate(graph.node):
         sources = {reached[name] for name in _reads(node) if name in reached}
         if not sources:
@@ -59,19 +73,19 @@ def scalars_reaching_ours(graph: GraphProto, declared: list[list[tuple[int, Decl
         if label is None and nested_label is not None and _holds_nested(node):
             label = nested_label
         if label is not None:
+            empty = [out for out in node.output if index in labels and _no_element(shape_of(out))]
             for source in sources:
-                first.setdefault(source, (label, types[source]))
+                first.setdefault(source, ScalarCheck(label, types[source])).empty.extend(empty)
         for out in node.output:
             if out:
                 reached[out] = min(sources)
     return first
 
 
-def check_scalar_inputs(model: ModelProto, wanted: dict[str, tuple[str, int]], opset: int, names: NameGenerator
+def check_scalar_inputs(model: ModelProto, wanted: dict[str, ScalarCheck], opset: int, names: NameGenerator
                         ) -> set[str]:
-    """Each declared scalar in ``wanted`` (name -> label of our first node it reaches, element type;
-    ``scalars_reaching_ours``) read by every node through a check that fails unless it is fed a scalar; the names
-    the new nodes read."""
+    """Each declared scalar in ``wanted`` (``scalars_reaching_ours``) read by every node through a check that fails
+    unless it is fed a scalar; the names the new nodes read."""
     graph = model.graph
     if opset < EINSUM_OPSET:
         logger.warning("inputs %s are declared scalars, which ONNX Runtime does not check; no run-time check at "
@@ -79,7 +93,8 @@ def check_scalar_inputs(model: ModelProto, wanted: dict[str, tuple[str, int]], o
         return set()
     checks: list[NodeProto] = []
     renamed: dict[str, str] = {}
-    for name, (label, elem) in wanted.items():
+    for name, check in wanted.items():
+        label, elem = check.label, check.elem
         checked = renamed[name] = names(f"{name}_rank0")
         node_name = f"{label}/guard: " + RULE.format(name=name)
         wide = _EXACT_IN.get(elem)
@@ -95,11 +110,58 @@ def check_scalar_inputs(model: ModelProto, wanted: dict[str, tuple[str, int]], o
             del renamed[name]
             logger.warning("input %r is declared a scalar of a type with no run-time rank check", name)
     _rename_reads(graph, renamed)
-    if checks:  # at the front: before every node that reads them
+    ties = {out: (renamed[name], wanted[name]) for name in renamed for out in wanted[name].empty}
+    if checks or ties:  # the checks at the front: before every node that reads them
         kept = list(graph.node)
         del graph.node[:]
-        graph.node.extend([*checks, *kept])
+        graph.node.extend(checks)
+        for node in kept:
+            tied = [(i, out) for i, out in enumerate(node.output) if out in ties]
+            for i, out in tied:
+                node.output[i] = names(f"{out}_untied")
+            graph.node.append(node)
+            for i, out in tied:
+                checked, check = ties[out]
+                graph.node.extend(_empty_tie(checked, check, node.output[i], out, names))
     return {n for node in checks for n in (*node.input, *node.output)}
+
+
+def _empty_tie(checked: str, check: ScalarCheck, value: str, output: str, names: NameGenerator) -> list[NodeProto]:
+    """``output`` = ``value`` (which holds no element whatever the scalar is fed) on a path through the checked
+    scalar: else a tool that computes zero-element tensors (onnxsim) computes ``value`` and drops the check. The
+    scalar's value ``v`` minus itself (``Cast`` to int64 first: exact for integers, and ``v - v`` is 0 for any
+    int64) is the token of the guards' tie (docs/guards.md): ``Squeeze(Expand(Unsqueeze(value, 0), [1 + token,
+    *Shape(value)]), 0)``, its leading length a dim (``Shape(ConstantOfShape(...))``) for ONNX Runtime's symbolic
+    shape inference."""
+    def name(hint: str) -> str:
+        return names(f"{check.label}/{output}_{hint}")
+
+    def node(op: str, inputs: list[str], hint: str, **attrs) -> NodeProto:
+        out = name(hint)
+        return helper.make_node(op, inputs, [out], name=out, **attrs)
+
+    nodes = []
+    if check.elem != TensorProto.INT64:
+        nodes.append(node("Cast", [checked], "as_int64", to=TensorProto.INT64))
+        checked = nodes[-1].output[0]
+    zero_axis = helper.make_node("Constant", [], [name("axis0")], name=name("axis0"),
+                                 value=helper.make_tensor("axis0", TensorProto.INT64, [1], [0]))
+    one = helper.make_node("Constant", [], [name("one")], name=name("one"),
+                           value=helper.make_tensor("one", TensorProto.INT64, [1], [1]))
+    nodes += [zero_axis, one, node("Sub", [checked, checked], "token")]
+    nodes.append(node("Unsqueeze", [nodes[-1].output[0], zero_axis.output[0]], "token_1d"))
+    nodes.append(node("Add", [one.output[0], nodes[-1].output[0]], "length"))
+    nodes.append(node("ConstantOfShape", [nodes[-1].output[0]], "lead_values"))
+    nodes.append(node("Shape", [nodes[-1].output[0]], "lead"))
+    lead = nodes[-1].output[0]
+    nodes.append(node("Shape", [value], "shape"))
+    nodes.append(node("Concat", [lead, nodes[-1].output[0]], "target", axis=0))
+    target = nodes[-1].output[0]
+    nodes.append(node("Unsqueeze", [value, zero_axis.output[0]], "lifted"))
+    nodes.append(node("Expand", [nodes[-1].output[0], target], "tied"))
+    nodes.append(helper.make_node("Squeeze", [nodes[-1].output[0], zero_axis.output[0]], [output],
+                                  name=name("guard tie")))
+    return nodes
 
 
 def _rename_reads(graph: GraphProto, renamed: dict[str, str]) -> None:
@@ -127,6 +189,10 @@ def _reads(node: NodeProto) -> set[str]:
                     for n in inner.node:
                         names.update(n.input)
     return names
+
+
+def _no_element(shape: tuple | None) -> bool:
+    return shape is not None and 0 in shape
 
 
 def _holds_nested(node: NodeProto) -> bool:
