@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -452,7 +453,12 @@ def _opset(model: onnx.ModelProto) -> int:
 
 
 def run_path(model: onnx.ModelProto, path: str, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """One scenario path's outputs; raises where it fails, ``Skip`` where it does not apply."""
+    """One scenario path's outputs; raises where it fails, ``Skip`` where it does not apply. With ``FUZZ_DUMP``
+    set to a folder, the scenario model and its feeds are written there first (for ``--only``)."""
+    dump = os.environ.get("FUZZ_DUMP")
+    if dump:
+        onnx.save(model, os.path.join(dump, "scenario.onnx"))
+        np.savez(os.path.join(dump, "feeds.npz"), **feeds)
     if path in ("scenario_numpy", "scenario_native"):
         return fz.our_session(model, path.removeprefix("scenario_")).run(None, feeds)
     if _opset(model) < GUARD_OPSET:

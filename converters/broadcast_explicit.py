@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from onnx_bcast.converters.mode_guards import checked_target
+from onnx_bcast.converters.broadcast_to_target import empty_target
+from onnx_bcast.converters.mode_guards import checked_empty, checked_target
 from onnx_bcast.converters.shape_inputs import int64_input
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
@@ -22,12 +23,16 @@ class ExplicitAxes:
         self.mode = "explicit"
         self.guards = guards
 
-    def _checked(self, emit: Emitter, bound: Bound, aligned: str, target: str) -> tuple[str, str]:
-        """``Expand``'s ``(aligned, target)`` after the run-time checks, where they are due."""
+    def _expand(self, emit: Emitter, bound: Bound, aligned: str, target: str) -> None:
+        """``Expand(aligned, target)`` to the output, after the run-time checks where they are due."""
         if self.guards and bound.out_shape is None:
-            return checked_target(emit, bound, bound.inputs[0], target, int64_input(emit, bound, 2, "axes_mapping"),
-                                  carrier=aligned)
-        return aligned, target
+            axes = int64_input(emit, bound, 2, "axes_mapping")
+            empty = empty_target(bound)
+            if empty is not None:
+                checked_empty(emit, bound, bound.inputs[0], target, empty, axes, carrier=aligned)
+                return
+            aligned, target = checked_target(emit, bound, bound.inputs[0], target, axes, carrier=aligned)
+        emit.expand(aligned, target, bound.output, bound.out_shape)
 
     def check(self, bound: Bound) -> str | None:
         return None
@@ -46,8 +51,7 @@ class ExplicitAxes:
                 return
             leading = new_axes == list(range(len(new_axes)))  # Expand right-aligns: leading axes need no Unsqueeze
             aligned = emit.unsqueeze(data, new_axes) if new_axes and not leading else data
-            emit.expand(*self._checked(emit, bound, aligned, int64_input(emit, bound, 1, "target_shape")),
-                        bound.output, out_shape)
+            self._expand(emit, bound, aligned, int64_input(emit, bound, 1, "target_shape"))
             return
         raw_target = int64_input(emit, bound, 1, "target_shape")
         ones = emit.ones_like_shape(emit.shape(raw_target))
@@ -63,7 +67,7 @@ class ExplicitAxes:
             aligned = emit.reshape(data, emit.zeros_inferred(aligned_shape), may_hold_zero=False)
         else:
             aligned = emit.reshape(data, aligned_shape)
-        emit.expand(*self._checked(emit, bound, aligned, raw_target), bound.output, out_shape)
+        self._expand(emit, bound, aligned, raw_target)
 
 
 def _aligned(data_shape: tuple[int, ...], axes: tuple[int, ...], rank: int) -> tuple[int, ...]:

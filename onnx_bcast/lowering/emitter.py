@@ -171,7 +171,7 @@ class Emitter(CheckForms, ShapeForms, ElementwiseForms):
         if self.allowzero:
             flat = self._node("Reshape", [x, self.const_i64([-1], "flat")], None)
             zero = self.const_i64([0], "zero")
-            none = self._node("Slice", [flat, zero, zero], None)
+            none = self.zeros_where_empty(self._node("Slice", [flat, zero, zero], None), static_out)
             target = shape if checked else self.const_i64(static_out, "empty_shape")
             return self._node("Reshape", [none, target], output, allowzero=1)
         ones = [d if d != 0 else 1 for d in static_out]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from onnx import TensorProto, helper
 
 from onnx_bcast.ops.common import zeros_inferred_dims
@@ -60,3 +62,16 @@ class ShapeForms:
     def scatter(self, data: str, indices: str, updates: str) -> str:
         self.require(11, "ScatterElements (runtime explicit axes)")
         return self._node("ScatterElements", [data, indices, updates], None, axis=0)
+
+    def zeros_where_empty(self, none: str, static_out: Sequence[int]) -> str:
+        """``none`` (shape ``[0]``) as a tensor of ``static_out``'s rank, 0 wherever ``static_out`` holds a 0 and 1
+        elsewhere: ONNX Runtime's symbolic shape inference ignores ``allowzero`` and reads a 0 in a ``Reshape``'s
+        shape as the input's dim there (an ``IndexError`` past a 1-D input's rank)."""
+        zeros = [k for k, d in enumerate(static_out) if d == 0]
+        if len(static_out) == 1:
+            return none
+        lifted = self.unsqueeze(none, [k for k in range(len(static_out)) if k != zeros[0]])
+        if len(zeros) == 1:
+            return lifted
+        rest = self.const_i64([0] * (len(zeros) - 1), "zero_ends")
+        return self._node("Slice", [lifted, rest, rest, self.const_i64(zeros[1:], "zero_axes")], None)

@@ -1,0 +1,81 @@
+"""Broadcasts to a constant target holding a 0, with a check open (the data's dims symbolic): the output is empty on
+valid input and the run fails on invalid input after the tools users run (fuzz seed 44, cases 5253 and 27561).
+
+The check's token rode on the target (``[4, 4, 0, 1] + token``), and ONNX Runtime's symbolic shape inference, which
+takes the token for a dim of its own, stopped there ("Incomplete symbolic shape inference"), and then, with the
+empty output built without an ``Expand``, at the ``Reshape`` with ``allowzero`` (which it reads as "copy the dim").
+The expected values come from numpy here: ``np.broadcast_to`` of the data, or its error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnx_bcast
+from tests import tool_pipelines as tools
+
+pytest.importorskip("sympy", reason="symbolic shape inference needs sympy (pip install sympy)")
+
+TARGETS = [(0, 5, 1), (4, 4, 0, 1), (0, 3, 0)]
+
+
+def _model(mode: str, target: tuple[int, ...]) -> onnx.ModelProto:
+    inputs = ["x", "target"] + (["axes"] if mode == "explicit" else [])
+    inits = [numpy_helper.from_array(np.array(target, np.int64), "target")]
+    if mode == "explicit":
+        inits.append(numpy_helper.from_array(np.array([len(target) - 1], np.int64), "axes"))
+    node = helper.make_node("Broadcast", inputs, ["y"], domain="onnx_bcast", name="bc", mode=mode)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.INT8, ["D1"])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, None)], inits)
+    return helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 18),
+                                                                 helper.make_opsetid("onnx_bcast", 1)])
+
+
+def _expected(x: np.ndarray, target: tuple[int, ...]) -> np.ndarray | None:
+    """numpy's broadcast of ``x`` to ``target`` (explicit with the last axis mapped is the same here), else None."""
+    try:
+        return np.broadcast_to(x, target)
+    except ValueError:
+        return None
+
+
+TOOLS = {
+    "plain": lambda m, folder: m,
+    "symbolic_shapes": lambda m, folder: tools.symbolic_shape_infer(m, False, folder),
+    "symbolic_shapes_auto_merge": lambda m, folder: tools.symbolic_shape_infer(m, True, folder),
+    "onnxsim": lambda m, folder: tools.onnxsim_simplify(tools.with_output_shapes(m)),
+}
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+@pytest.mark.parametrize("target", TARGETS, ids=str)
+@pytest.mark.parametrize("mode", ["numpy", "explicit"])  # (pdpd: the output takes the data's dim at a 1)
+def test_empty_target_with_an_open_check_survives_the_tools(mode: str, target: tuple[int, ...], tool: str,
+                                                             tmp_path: Path) -> None:
+    if tool == "onnxsim":
+        pytest.importorskip("onnxsim", reason="onnxsim is not installed (pip install -e '.[tools]')")
+    converted = onnx_bcast.convert(_model(mode, target))
+    after = TOOLS[tool](converted, tmp_path)
+    for x in (np.array([7], np.int8), np.array([], np.int8), np.array([1, 2], np.int8)):
+        want = _expected(x, target)
+        if want is None:
+            with pytest.raises(Exception):  # noqa: B017 (any failure: no value may come back)
+                got = tools.ort_run(after, {"x": x})
+                pytest.fail(f"{tool} then ORT returned {got[0].shape} for x {x.shape}")
+        else:
+            np.testing.assert_array_equal(tools.ort_run(after, {"x": x})[0], want, strict=True)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=str)
+def test_empty_target_runs_in_openvino(target: tuple[int, ...]) -> None:
+    pytest.importorskip("openvino", reason="OpenVINO is not installed (pip install openvino)")
+    converted = onnx_bcast.convert(_model("numpy", target))
+    np.testing.assert_array_equal(tools.openvino_run(converted, {"x": np.array([7], np.int8)})[0],
+                                  np.zeros(target, np.int8))
+    with pytest.raises(Exception):  # noqa: B017
+        tools.openvino_run(converted, {"x": np.array([1, 2], np.int8)})
