@@ -1335,10 +1335,13 @@ def generate_cases(cases: int, seed: int, families: tuple[str, ...] | None = Non
 
 def run_fuzz(cases: int, seed: int, families: tuple[str, ...] | None = None, *, ort_form_native: bool = False,
              only: int | None = None, progress: int = 0, scenario_fraction: float = SCENARIO_FRACTION,
-             tools_fraction: float = TOOLS_FRACTION, scenario_only: bool = False) -> Summary:
+             tools_fraction: float = TOOLS_FRACTION, scenario_only: bool = False,
+             shard: tuple[int, int] = (0, 1)) -> Summary:
     """Generate and check ``cases`` cases from ``seed`` (or only case ``only`` of them, traced; or with
-    ``scenario_only`` only those that get a scenario model)."""
+    ``scenario_only`` only those that get a scenario model; ``shard`` (k, n): the cases whose index is k mod n)."""
     generated = generate_cases(cases, seed, families)
+    if shard != (0, 1):
+        generated = ((family, case) for family, case in generated if case.index % shard[1] == shard[0])
     if only is not None:
         generated = ((family, case) for family, case in generated if case.index == only)
     if scenario_only:  # the cases that get a scenario model (SCENARIOS.build's first draw), on every path
@@ -1396,6 +1399,13 @@ def _trace_case(summary: Summary, case: Case, want: np.ndarray | None, mark: int
                          f"  expected: {'invalid' if want is None else f'{want.dtype}{want.shape}'}"]
 
 
+def _shard(text: str) -> tuple[int, int]:
+    k, n = (int(part) for part in text.split("/"))
+    if not 0 <= k < n:
+        raise SystemExit(f"--shard {text}: K must be in 0..N-1")
+    return k, n
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=1000)
@@ -1416,6 +1426,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools", action="store_true", help="every scenario model through the tools too")
     parser.add_argument("--scenario-only", action="store_true",
                         help="check only the cases that get a scenario model (on every path): a fast rerun")
+    parser.add_argument("--shard", default="0/1", metavar="K/N",
+                        help="check only the cases whose index is K mod N (the same cases, split across processes: "
+                             "run K = 0..N-1 side by side)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -1425,7 +1438,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = run_fuzz(args.cases, args.seed, tuple(args.family) if args.family else None,
                        ort_form_native=args.ort_form_native, only=args.only, progress=args.progress,
                        scenario_fraction=args.scenario_fraction,
-                       tools_fraction=1.0 if args.tools else args.tools_fraction, scenario_only=args.scenario_only)
+                       tools_fraction=1.0 if args.tools else args.tools_fraction, scenario_only=args.scenario_only,
+                       shard=_shard(args.shard))
     elapsed = time.perf_counter() - start
     for line in summary.trace or []:
         print(line)
