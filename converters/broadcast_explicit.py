@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from onnx_bcast.converters.broadcast_to_target import empty_target
 from onnx_bcast.converters.mode_guards import checked_empty, checked_target
 from onnx_bcast.converters.shape_inputs import int64_input
@@ -23,16 +25,27 @@ class ExplicitAxes:
         self.mode = "explicit"
         self.guards = guards
 
-    def _expand(self, emit: Emitter, bound: Bound, aligned: str, target: str) -> None:
-        """``Expand(aligned, target)`` to the output, after the run-time checks where they are due."""
+    def _expand(self, emit: Emitter, bound: Bound, align: Callable[[str], str], target: str,
+                tie_data: bool = False) -> None:
+        """``Expand(align(data), target)`` to the output, after the run-time checks where they are due, tied into
+        the aligned data, or with ``tie_data`` into the data before ``align``: OpenVINO's CPU plugin computed the
+        ``Shape`` of a later result wrong (a valid none-rule op after it failed its check: fuzz seed 44, cases 17627
+        and 29212) where the tie followed a ``Reshape`` to a shape computed at run time."""
+        data = bound.inputs[0]
         if self.guards and bound.out_shape is None:
             axes = int64_input(emit, bound, 2, "axes_mapping")
             empty = empty_target(bound)
             if empty is not None:
-                checked_empty(emit, bound, bound.inputs[0], target, empty, axes, carrier=aligned)
+                checked_empty(emit, bound, data, target, empty, axes, carrier=align(data))
                 return
-            aligned, target = checked_target(emit, bound, bound.inputs[0], target, axes, carrier=aligned)
-        emit.expand(aligned, target, bound.output, bound.out_shape)
+            if tie_data:
+                tied, target = checked_target(emit, bound, data, target, axes)
+                emit.expand(align(tied), target, bound.output, bound.out_shape)
+                return
+            aligned, target = checked_target(emit, bound, data, target, axes, carrier=align(data))
+            emit.expand(aligned, target, bound.output, bound.out_shape)
+            return
+        emit.expand(align(data), target, bound.output, bound.out_shape)
 
     def check(self, bound: Bound) -> str | None:
         return None
@@ -50,8 +63,11 @@ class ExplicitAxes:
                 emit.unsqueeze(data, new_axes, bound.output) if new_axes else emit.identity(data, bound.output)
                 return
             leading = new_axes == list(range(len(new_axes)))  # Expand right-aligns: leading axes need no Unsqueeze
-            aligned = emit.unsqueeze(data, new_axes) if new_axes and not leading else data
-            self._expand(emit, bound, aligned, int64_input(emit, bound, 1, "target_shape"))
+
+            def unsqueezed(x: str) -> str:
+                return emit.unsqueeze(x, new_axes) if new_axes and not leading else x
+
+            self._expand(emit, bound, unsqueezed, int64_input(emit, bound, 1, "target_shape"))
             return
         raw_target = int64_input(emit, bound, 1, "target_shape")
         ones = emit.ones_like_shape(emit.shape(raw_target))
@@ -64,10 +80,14 @@ class ExplicitAxes:
                 axes_in = emit.prefix(axes_in, data_shape)
             aligned_shape = emit.scatter(ones, axes_in, data_shape)
         if not emit.allowzero:  # a 0 in Reshape's shape means "copy" before opset 14; the Expand restores zeros
-            aligned = emit.reshape(data, emit.zeros_inferred(aligned_shape), may_hold_zero=False)
+            pattern = emit.zeros_inferred(aligned_shape)
+
+            def reshaped(x: str) -> str:
+                return emit.reshape(x, pattern, may_hold_zero=False)
         else:
-            aligned = emit.reshape(data, aligned_shape)
-        self._expand(emit, bound, aligned, raw_target)
+            def reshaped(x: str) -> str:
+                return emit.reshape(x, aligned_shape)
+        self._expand(emit, bound, reshaped, raw_target, tie_data=True)
 
 
 def _aligned(data_shape: tuple[int, ...], axes: tuple[int, ...], rank: int) -> tuple[int, ...]:
