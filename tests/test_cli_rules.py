@@ -29,7 +29,8 @@ WRITERS: dict[str, tuple[list[str], list[str]]] = {
                 ["m.onnx", "weights.bin", "features.npy"]),
     "run": (["run", "m.onnx", "--input", "features=features.npy", "--save-outputs", "{out}"],
             ["m.onnx", "weights.bin", "features.npy"]),
-    "from-ir": (["from-ir", "m.xml", "-o", "{out}"], ["m.xml", "m.bin"]),
+    "from-ir": (["from-ir", "m.xml", "-o", "{out}", "--verify", "--input", "features=features.npy"],
+                ["m.xml", "m.bin", "features.npy"]),
 }
 
 

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from onnx_bcast.cli.inputs import ModelProblem, parse_inputs
+from onnx_bcast.cli.inputs import ModelProblem, input_reads, parse_inputs
 from onnx_bcast.cli.output_paths import check_output
 
 EXIT_OK, EXIT_MODEL = 0, 1
@@ -27,7 +27,7 @@ def cmd_from_ir(args: argparse.Namespace) -> int:
     source, target = Path(args.model), Path(args.output)
     if source.suffix.lower() != ".xml":
         raise ModelProblem(f"{args.model}: expected an OpenVINO IR .xml file (its weights in the .bin beside it)")
-    reads = [("the input model", source), ("the IR's weights", source.with_suffix(".bin"))]
+    reads = [("the input model", source), ("the IR's weights", source.with_suffix(".bin")), *input_reads(args.input)]
     check_output(args.output, args.output, reads, args.force,  # before a conversion that may take seconds
                  f"give the path of the file to write (e.g. {target / (source.stem + '.onnx')})")
     given, shapes = parse_inputs(args.input), dict(args.input_shapes)
