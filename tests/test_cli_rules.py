@@ -220,7 +220,14 @@ def test_from_ir_checks_the_output_before_converting(workdir: Path, monkeypatch:
      "argument --input: 'features' is given twice (once per input)"),
     (["run", "m.onnx", "--input-shapes", "features:[1,16,50,50]", "features:[1,16,50,50]"],
      "argument --input-shapes: 'features' is given twice (once per input)"),
-], ids=["no-file", "no-name", "empty-file", "convert-verify", "input-twice", "input-shapes-twice"])
+    (["convert", "m.onnx", "-o", "o.onnx", "--seed", "0"],
+     "argument --seed: only used with --verify (what the verification runs)"),
+    (["from-ir", "m.xml", "-o", "o.onnx", "--input", "features=features.npy"],
+     "argument --input: only used with --verify (what the verification runs)"),
+    (["from-ir", "m.xml", "-o", "o.onnx", "--keep-failed"],
+     "argument --keep-failed: only used with --verify (it writes the model that fails the verification)"),
+], ids=["no-file", "no-name", "empty-file", "convert-verify", "input-twice", "input-shapes-twice",
+        "convert-seed-without-verify", "from-ir-input-without-verify", "from-ir-keep-failed-without-verify"])
 def test_usage_errors_exit_2_with_one_error_line(args: list[str], message: str, workdir: Path) -> None:
     before = _digests(workdir)
     proc = _cli(*args, cwd=workdir)

@@ -79,6 +79,11 @@ def test_refusal_names_each_op_and_writes_nothing(tmp_path: Path, capsys: pytest
 
 
 def test_options_of_verify_need_verify(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A usage error (exit status 2), as the same mistake is with convert; nothing written."""
     xml = _dynamic_mvn(tmp_path)
-    assert main(["from-ir", str(xml), "-o", str(tmp_path / "o.onnx"), "--input-shapes", "features:[5,8]"]) == 1
-    assert "add --verify" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["from-ir", str(xml), "-o", str(tmp_path / "o.onnx"), "--input-shapes", "features:[5,8]"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "onnx-bcast from-ir: error: argument --input-shapes: only used with --verify (what the verification runs)")
+    assert not (tmp_path / "o.onnx").exists()

@@ -19,6 +19,13 @@ _EXAMPLES = {
     "ops": "example:\n  onnx-bcast ops",
     "from-ir": "example:\n  onnx-bcast from-ir model.xml -o model.onnx --verify",
 }
+_RUNS = "what the verification runs"
+#: per command, the options (by dest) that only --verify reads, and why
+_VERIFY_ONLY = {
+    "convert": dict.fromkeys(("input", "input_shapes", "seed", "providers", "ep_library"), _RUNS),
+    "from-ir": {**dict.fromkeys(("input", "input_shapes", "seed"), _RUNS),
+                "keep_failed": "it writes the model that fails the verification"},
+}
 _SHAPE = re.compile(r"(?P<name>.+):\[(?P<dims>\s*\d+(?:\s*,\s*\d+)*\s*|\s*)\]")
 
 
@@ -208,12 +215,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         command.error("argument -q/--quiet: not allowed with argument -v/--verbose")
     if args.command == "from-ir" and args.keep_ops and args.no_guards:
         command.error("argument --no-guards: guards are written when our nodes are lowered; --keep-ops keeps them")
-    if args.command == "convert" and not args.verify:
-        for option, value in (("--input", args.input), ("--input-shapes", args.input_shapes),
-                              ("--seed", args.seed), ("--providers", args.providers),
-                              ("--ep-library", args.ep_library)):
-            if value not in ([], None):
-                command.error(f"argument {option}: only used with --verify (what the verification runs)")
+    if args.command in _VERIFY_ONLY and not args.verify:
+        for dest, why in _VERIFY_ONLY[args.command].items():
+            if getattr(args, dest) not in ([], None) and getattr(args, dest) is not False:
+                command.error(f"argument --{dest.replace('_', '-')}: only used with --verify ({why})")
     if args.command == "run" and args.runtime == "openvino":
         for option, value in (("--backend", args.backend), ("--providers", args.providers),
                               ("--ep-library", args.ep_library)):

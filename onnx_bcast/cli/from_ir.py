@@ -30,9 +30,7 @@ def cmd_from_ir(args: argparse.Namespace) -> int:
     reads = [("the input model", source), ("the IR's weights", source.with_suffix(".bin")), *input_reads(args.input)]
     check_output(args.output, args.output, reads, args.force,  # before a conversion that may take seconds
                  f"give the path of the file to write (e.g. {target / (source.stem + '.onnx')})")
-    given, shapes = parse_inputs(args.input), dict(args.input_shapes)
-    if (given or shapes or args.seed is not None or args.keep_failed) and not args.verify:
-        raise ModelProblem("--input, --input-shapes, --seed and --keep-failed are for --verify; add --verify")
+    given, shapes = parse_inputs(args.input), dict(args.input_shapes)  # none without --verify (args.parse)
     start = time.perf_counter()
     try:
         model = ir_to_onnx(source, keep_ops=args.keep_ops, guards=not args.no_guards, pythondiv=args.pythondiv)
