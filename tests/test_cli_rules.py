@@ -226,8 +226,15 @@ def test_from_ir_checks_the_output_before_converting(workdir: Path, monkeypatch:
      "argument --input: only used with --verify (what the verification runs)"),
     (["from-ir", "m.xml", "-o", "o.onnx", "--keep-failed"],
      "argument --keep-failed: only used with --verify (it writes the model that fails the verification)"),
+    (["from-ir", "m.xml", "-o", "o.onnx", "--verify", "--input", "features=features.npy", "--input",
+      "features=features.npy"], "argument --input: 'features' is given twice (once per input)"),
+    (["from-ir", "m.xml", "-o", "o.onnx", "--verify", "--input-shapes", "features:[1,2]", "features:[1,2]"],
+     "argument --input-shapes: 'features' is given twice (once per input)"),
+    (["from-ir", "m.xml", "-o", "o.onnx", "--verify", "--input", "features=features.npy", "--input-shapes",
+      "features:[1,2]"], "argument --input-shapes: 'features' is given by --input too (its shape is the file's)"),
 ], ids=["no-file", "no-name", "empty-file", "convert-verify", "input-twice", "input-shapes-twice",
-        "convert-seed-without-verify", "from-ir-input-without-verify", "from-ir-keep-failed-without-verify"])
+        "convert-seed-without-verify", "from-ir-input-without-verify", "from-ir-keep-failed-without-verify",
+        "from-ir-input-twice", "from-ir-input-shapes-twice", "from-ir-input-and-shapes"])
 def test_usage_errors_exit_2_with_one_error_line(args: list[str], message: str, workdir: Path) -> None:
     before = _digests(workdir)
     proc = _cli(*args, cwd=workdir)

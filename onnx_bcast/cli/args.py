@@ -227,7 +227,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                               "--runtime openvino")
     if args.command == "run" and args.force and args.save_outputs is None:
         command.error("argument --force: overwrites the file of --save-outputs, which is not given")
-    if args.command in ("convert", "run"):
+    if args.command in ("convert", "run", "from-ir"):
         for option, items in (("--input", args.input), ("--input-shapes", args.input_shapes)):
             names = [name for name, _ in items]
             twice = next((name for index, name in enumerate(names) if name in names[:index]), None)
