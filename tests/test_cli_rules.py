@@ -289,6 +289,22 @@ def test_convert_help_says_what_opset_does() -> None:
     assert "--force overwrite the output if it exists (never a file the command reads)" in text
 
 
+def test_provider_options_say_what_each_does() -> None:
+    """--ep-library's help is its own: convert's once read 'with --verify: the converted model runs on register a
+    plugin ...' (the --providers prefix)."""
+    from onnx_bcast.cli.args import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    convert, run = (" ".join(commands[name].format_help().split()) for name in ("convert", "run"))
+    assert "--providers NAME,NAME,... with --verify: the converted model runs on ONNX Runtime's execution " \
+           "providers, in order of preference" in convert
+    assert "--ep-library PATH with --verify: register a plugin execution provider's library (a file, or an " \
+           "installed module with get_library_path(), e.g. onnxruntime_ep_openvino); ONNX Runtime >= 1.23" in convert
+    assert "--providers NAME,NAME,... ONNX Runtime's execution providers, in order of preference" in run
+    assert "--ep-library PATH register a plugin execution provider's library (a file" in run
+    assert "runs on register" not in convert + run
+
+
 def test_convert_refuses_an_opset_other_than_the_models(tmp_path: Path) -> None:
     """What the help says: the model imports opset 17; 13 and 18 are refused, one line, nothing written."""
     for opset in ("13", "18"):

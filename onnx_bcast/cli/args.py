@@ -125,14 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--seed", type=seed, default=None,
                              help=f"{which}seed of the random inputs (default: 0)")
 
-    def add_providers(command: argparse.ArgumentParser, which: str) -> None:
+    def add_providers(command: argparse.ArgumentParser, when: str, what_runs: str) -> None:
         command.add_argument("--providers", type=provider_list, default=None, metavar="NAME,NAME,...",
-                             help=f"{which}ONNX Runtime's execution providers, in order of preference (e.g. "
+                             help=f"{when}{what_runs}ONNX Runtime's execution providers, in order of preference (e.g. "
                                   "CUDAExecutionProvider,CPUExecutionProvider; default: CPUExecutionProvider); a "
                                   "plugin EP is named the same way, its library found in an installed "
                                   "onnxruntime-ep-* wheel or given by --ep-library")
         command.add_argument("--ep-library", action="append", default=[], metavar="PATH",
-                             help=f"{which}register a plugin execution provider's library (a file, or an installed "
+                             help=f"{when}register a plugin execution provider's library (a file, or an installed "
                                   "module with get_library_path(), e.g. onnxruntime_ep_openvino); ONNX Runtime >= "
                                   "1.23")
 
@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--verify", action="store_true",
                          help="run both models and require bit-identical outputs before writing anything")
     add_random_inputs(convert, "with --verify: ")
-    add_providers(convert, "with --verify: the converted model runs on ")
+    add_providers(convert, "with --verify: ", "the converted model runs on ")
     convert.add_argument("--no-guards", action="store_true",
                          help="leave out the run-time checks: the converted model may then return values for inputs "
                               "the original rejects")
@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runtime", choices=RUNTIMES, default="onnxruntime",
                      help="openvino: OpenVINO's CPU plugin reads our ops (needs onnx-bcast[openvino]) "
                           "(default: %(default)s)")
-    add_providers(run, "")
+    add_providers(run, "", "")
     run.add_argument("--save-outputs", metavar="FILE.npz", default=None,
                      help="also save every output in a .npz file (numpy.load gives them by name): never a file the "
                           "command reads, nor an existing file unless --force")
