@@ -1,9 +1,9 @@
-"""What OpenVINO does where only run-time values decide, for each place SPEC §2 differs from OpenVINO.
+"""What OpenVINO does where only run-time values decide, wherever docs/ops.md says onnx-bcast differs from it.
 
 Each case is a one-node model whose dims and shape inputs are all fed at run time (their ranks and lengths are
 declared: the CPU plugin compiles nothing of unknown rank), read with ``onnx_bcast.openvino``'s extensions and
-compiled for OpenVINO's CPU plugin, in a child process of its own (some cases kill the process). What SPEC says is
-``onnx_bcast.InferenceSession``'s answer (numpy backend), or the kernel's for the backprop ops, which
+compiled for OpenVINO's CPU plugin, in a child process of its own (some cases kill the process). onnx-bcast's answer
+is ``onnx_bcast.InferenceSession``'s (numpy backend), or the kernel's for the backprop ops, which
 InferenceSession does not run yet. Prints one row per case; ``--markdown`` prints a table.
 
     python bench/openvino_runtime.py [--markdown] [--only NAME]
@@ -217,15 +217,15 @@ def _preview(values: list[np.ndarray], count: int = 6) -> str:
 
 
 def verdict(spec: tuple, got: tuple) -> str:
-    """OpenVINO's outcome, said against SPEC's."""
+    """OpenVINO's outcome, said against onnx-bcast's."""
     kind, what = got
     if kind == "value":
         if spec[0] == "error":
-            return f"value {_shapes(what)} {_preview(what)} where SPEC errs"
+            return f"value {_shapes(what)} {_preview(what)} where onnx-bcast errs"
         same = len(what) == len(spec[1]) and all(
             g.shape == e.shape and np.array_equal(g, e) for g, e in zip(what, spec[1], strict=True))
-        return f"same value {_shapes(what)}" if same else f"WRONG value {_shapes(what)} (SPEC {_shapes(spec[1])})"
-    return f"{kind}: {what}" + (" (SPEC: a value)" if spec[0] == "value" else "")
+        return f"same value {_shapes(what)}" if same else f"WRONG value {_shapes(what)} (onnx-bcast {_shapes(spec[1])})"
+    return f"{kind}: {what}" + (" (onnx-bcast: a value)" if spec[0] == "value" else "")
 
 
 def main() -> int:
@@ -241,14 +241,15 @@ def main() -> int:
 
     print(f"openvino {openvino.__version__}, CPU plugin; every dim and shape input fed at run time")
     if args.markdown:
-        print("\n| case | SPEC §2 | OpenVINO |\n|---|---|---|")
+        print("\n| case | onnx-bcast | OpenVINO |\n|---|---|---|")
     for case in cases():
         if args.only and case.name != args.only:
             continue
         spec = spec_answer(case)
         said = f"{_shapes(spec[1])}" if spec[0] == "value" else "BroadcastError" if "(" in spec[1] else spec[1]
         row = verdict(spec, openvino_answer(case)) + (f" [{case.notes}]" if case.notes else "")
-        print(f"| `{case.name}` | {said} | {row} |" if args.markdown else f"{case.name:34} SPEC {said:22} OV {row}")
+        print(f"| `{case.name}` | {said} | {row} |" if args.markdown
+              else f"{case.name:34} onnx-bcast {said:22} OV {row}")
     return 0
 
 

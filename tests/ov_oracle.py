@@ -49,14 +49,14 @@ def _broadcast_node(
     if mode not in OV_MODES[opset]:
         raise ValueError(f"Broadcast-{opset} has no mode {mode!r}")
     if any(v < 0 for v in target_shape):
-        raise ValueError("negative target dims are a deliberate SPEC difference (-1 is dynamic in OpenVINO)")
+        raise ValueError("negative target dims: onnx-bcast rejects them (docs/ops.md; -1 is dynamic in OpenVINO)")
     attributes: dict[str, str | int] = {"mode": mode}
     inputs = [data, _constant(target_shape, shape_dtype)]
     if mode == "explicit":
         if axes_mapping is None:
             raise ValueError("explicit mode needs axes_mapping")
         if len(set(axes_mapping)) != len(axes_mapping):
-            raise ValueError("duplicate explicit axes are a deliberate SPEC difference (OpenVINO computes garbage)")
+            raise ValueError("duplicate explicit axes: onnx-bcast rejects them (docs/ops.md; OpenVINO gives garbage)")
         inputs.append(_constant(axes_mapping, axes_dtype))
     elif axes_mapping is not None:
         raise ValueError("axes_mapping is only given in explicit mode")

@@ -136,7 +136,7 @@ def test_openvino_loads_guarded_models(case: Case) -> None:
     try:
         expected = tools.openvino_run(bare, feeds)
     except Exception:  # noqa: BLE001
-        pytest.skip("OpenVINO's runtime cannot run the bare form on this input (zero-size dims, SPEC §2)")
+        pytest.skip("OpenVINO's runtime cannot run the bare form on this input (zero-size dims, docs/ops.md)")
     try:
         outputs = tools.openvino_run(converted, feeds)
     except Exception:
