@@ -13,7 +13,9 @@ with this interpreter's folder, so that ``onnx-bcast`` and ``python`` are the pr
 stderr are compared together, after normalising what varies between runs and machines:
 
 - a line is what a terminal shows of it: the text after its last ``\\r`` (the progress counter rewrites its line);
-- timings (a number followed by ``s``, ``ms`` or ``µs``) become ``<time>``;
+- timings (a number followed by ``s``, ``ms`` or ``µs``) become ``<time>``, and so do the two run-time columns (ms)
+  of ``demo``'s table: a line that ends in two numbers with three decimals ends in ``<time> <time>``, whatever the
+  spaces that right-align them;
 - version numbers (``1.23.2``, ``2026.4.1``: at least two dots) become ``<version>``, and without OpenVINO installed
   the ``, openvino <version>`` of ``--version`` is dropped from the expected line; the builds ``--version`` names
   (``onnx-weekly``, ``onnxruntime-gpu`` with plugin EP wheels...) are named as the stock ones;
@@ -122,6 +124,8 @@ DOC_TRANSCRIPTS = [ROOT / "docs" / "legacy-onnx.md", ROOT / "docs" / "big-models
 ALL_BLOCKS = [(path, ts) for path in [README, *DOC_TRANSCRIPTS] for ts in file_blocks(path)]
 
 
+#: demo's table ends each row with its two run times in ms, three decimals each, right-aligned
+_TIME_COLUMNS = re.compile(r"(?:\s+\d+\.\d{3}){2}$")
 # --version names the build installed: onnx-weekly, onnxruntime-gpu..., with its plugin EP wheels
 _BUILD_NAME = re.compile(r"\b(onnx|onnxruntime)-(?:weekly|gpu|openvino|directml) <version>")
 _PLUGINS = re.compile(r" with onnxruntime-ep-\S+ <version>(?:, onnxruntime-ep-\S+ <version>)*")
@@ -133,6 +137,7 @@ def normalise(text: str, tmp: Path) -> list[str]:
     for line in text.rstrip("\n").split("\n") if text else []:  # not splitlines(), which splits at \r too
         line = line.rsplit("\r", 1)[-1]
         line = re.sub(r"\b\d+(?:\.\d+)? (?:s|ms|µs)\b", "<time>", line)
+        line = _TIME_COLUMNS.sub(" <time> <time>", line)
         line = re.sub(r"\b\d+\.\d+\.\d+[\w.+-]*", "<version>", line)
         line = _BUILD_NAME.sub(r"\1 <version>", _PLUGINS.sub("", line))
         lines.append(line.rstrip())
