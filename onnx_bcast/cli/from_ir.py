@@ -46,7 +46,7 @@ def cmd_from_ir(args: argparse.Namespace) -> int:
         check_names(list(model.graph.input), given, shapes)
         try:
             verified = "; " + verify_ir(source, model, keep_ops=args.keep_ops, pythondiv=args.pythondiv,
-                                        seed=args.seed, given=given, shapes=shapes)
+                                        seed=0 if args.seed is None else args.seed, given=given, shapes=shapes)
         except VerificationFailed as err:
             kept = ""
             if args.keep_failed:
