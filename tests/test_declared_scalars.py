@@ -47,7 +47,7 @@ def through_a_standard_op() -> onnx.ModelProto:
                           helper.make_tensor_value_info("target", TensorProto.INT64, [2])])
 
 
-def explicit_to_an_empty_constant() -> onnx.ModelProto:
+def explicit_to_an_empty_constant(opset: int = 17) -> onnx.ModelProto:
     """The result holds no element whatever ``x`` holds, and its shape is constant: onnxsim computed it and dropped
     the check with the rest (fuzz seed 44, case 13122: ``(2, 0, 2)`` for ``x`` fed ``(1,)``)."""
     nodes = [helper.make_node("Constant", [], ["target"], value=helper.make_tensor("t", TensorProto.INT64, [3],
@@ -56,7 +56,7 @@ def explicit_to_an_empty_constant() -> onnx.ModelProto:
              helper.make_node("Broadcast", ["x", "target", "axes"], ["b"], domain="onnx_bcast", name="bc",
                               mode="explicit"),
              helper.make_node("Neg", ["b"], ["y"])]
-    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.INT64, [])])
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.INT64, [])], opset)
 
 
 TARGET = np.array([2, 1], np.int64)
@@ -182,3 +182,20 @@ def test_a_scalar_our_nodes_never_read_is_not_checked() -> None:
     assert "Einsum" not in {n.op_type for n in converted.graph.node}
     got = tools.ort_run(converted, {"s": np.ones(3, np.float32), "x": np.ones(1, np.float32), "target": TARGET})
     np.testing.assert_array_equal(got[1], -np.ones(3, np.float32))  # as the original: plain ORT's Neg of (3,)
+
+
+@pytest.mark.parametrize("opset", [12, 13])
+def test_the_tie_of_an_empty_result_at_every_opset_with_einsum(opset: int) -> None:
+    """``Unsqueeze``/``Squeeze`` take their axes as an attribute before opset 13 (fuzz seed 0, case 2791: at opset
+    12 the tie's form was invalid and every path failed, valid input too)."""
+    model = explicit_to_an_empty_constant(opset)
+    valid, invalid = {"x": np.array(22, np.int64)}, {"x": np.array([22], np.int64)}
+    for backend in ("numpy", "native"):
+        session = onnx_bcast.InferenceSession(model, backend=backend)
+        np.testing.assert_array_equal(session.run(None, valid)[0], np.zeros((2, 0, 2), np.int64), strict=True)
+        with pytest.raises(onnx_bcast.BroadcastError, match="declared a scalar"):
+            session.run(None, invalid)
+    converted = onnx_bcast.convert(model)
+    np.testing.assert_array_equal(tools.ort_run(converted, valid)[0], np.zeros((2, 0, 2), np.int64), strict=True)
+    with pytest.raises(Exception):  # noqa: B017
+        tools.ort_run(converted, invalid)

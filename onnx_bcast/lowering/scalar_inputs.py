@@ -122,17 +122,18 @@ def check_scalar_inputs(model: ModelProto, wanted: dict[str, ScalarCheck], opset
             graph.node.append(node)
             for i, out in tied:
                 checked, check = ties[out]
-                graph.node.extend(_empty_tie(checked, check, node.output[i], out, names))
+                graph.node.extend(_empty_tie(checked, check, node.output[i], out, names, opset))
     return {n for node in checks for n in (*node.input, *node.output)}
 
 
-def _empty_tie(checked: str, check: ScalarCheck, value: str, output: str, names: NameGenerator) -> list[NodeProto]:
+def _empty_tie(checked: str, check: ScalarCheck, value: str, output: str, names: NameGenerator, opset: int
+               ) -> list[NodeProto]:
     """``output`` = ``value`` (which holds no element whatever the scalar is fed) on a path through the checked
     scalar: else a tool that computes zero-element tensors (onnxsim) computes ``value`` and drops the check. The
     scalar's value ``v`` minus itself (``Cast`` to int64 first: exact for integers, and ``v - v`` is 0 for any
     int64) is the token of the guards' tie (docs/guards.md): ``Squeeze(Expand(Unsqueeze(value, 0), [1 + token,
     *Shape(value)]), 0)``, its leading length a dim (``Shape(ConstantOfShape(...))``) for ONNX Runtime's symbolic
-    shape inference."""
+    shape inference. ``Unsqueeze``/``Squeeze`` take their axes as an attribute before opset 13."""
     def name(hint: str) -> str:
         return names(f"{check.label}/{output}_{hint}")
 
@@ -148,8 +149,17 @@ def _empty_tie(checked: str, check: ScalarCheck, value: str, output: str, names:
                                  value=helper.make_tensor("axis0", TensorProto.INT64, [1], [0]))
     one = helper.make_node("Constant", [], [name("one")], name=name("one"),
                            value=helper.make_tensor("one", TensorProto.INT64, [1], [1]))
-    nodes += [zero_axis, one, node("Sub", [checked, checked], "token")]
-    nodes.append(node("Unsqueeze", [nodes[-1].output[0], zero_axis.output[0]], "token_1d"))
+    def axis0(op: str, x: str, hint: str, output: str | None = None) -> NodeProto:
+        if opset < 13:
+            made = node(op, [x], hint, axes=[0])
+        else:
+            made = node(op, [x, zero_axis.output[0]], hint)
+        if output is not None:
+            made.output[0] = output
+        return made
+
+    nodes += [*([zero_axis] if opset >= 13 else []), one, node("Sub", [checked, checked], "token")]
+    nodes.append(axis0("Unsqueeze", nodes[-1].output[0], "token_1d"))
     nodes.append(node("Add", [one.output[0], nodes[-1].output[0]], "length"))
     nodes.append(node("ConstantOfShape", [nodes[-1].output[0]], "lead_values"))
     nodes.append(node("Shape", [nodes[-1].output[0]], "lead"))
@@ -157,10 +167,9 @@ def _empty_tie(checked: str, check: ScalarCheck, value: str, output: str, names:
     nodes.append(node("Shape", [value], "shape"))
     nodes.append(node("Concat", [lead, nodes[-1].output[0]], "target", axis=0))
     target = nodes[-1].output[0]
-    nodes.append(node("Unsqueeze", [value, zero_axis.output[0]], "lifted"))
+    nodes.append(axis0("Unsqueeze", value, "lifted"))
     nodes.append(node("Expand", [nodes[-1].output[0], target], "tied"))
-    nodes.append(helper.make_node("Squeeze", [nodes[-1].output[0], zero_axis.output[0]], [output],
-                                  name=name("guard tie")))
+    nodes.append(axis0("Squeeze", nodes[-1].output[0], "guard tie", output))
     return nodes
 
 
