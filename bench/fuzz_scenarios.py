@@ -632,6 +632,16 @@ def paths_of(scenario: Scenario) -> tuple[str, ...]:
 # ------------------------------------------------------------------------------------------------ judging
 
 
+def known_issue(scenario: Scenario, path: str, status: str, got: Any) -> str | None:
+    """The known issue (``fuzz.KNOWN_ISSUES``) a scenario path's disagreement is a symptom of, if any."""
+    p = scenario.case.params
+    target = p.get("target") if scenario.case.family == "broadcast" else p.get("shape")
+    if (path in ("scenario_symbolic_shapes", "scenario_quantized") and status == "crashed"
+            and "Incomplete symbolic shape inference" in str(got) and target is not None and 0 in list(target)):
+        return "ssi-zero-target-token"
+    return None
+
+
 def judge(scenario: Scenario, path: str, status: str, got: Any, stage: str) -> tuple[str | None, str | None]:
     """(problem, skip reason) for one path's outcome: status "ok"/"rejected"/"crashed"/"skipped"."""
     want, converted_path = scenario.want, path not in ("scenario_numpy", "scenario_native")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from onnx_bcast.converters.broadcast_to_target import empty_target
-from onnx_bcast.converters.mode_guards import checked_empty, checked_target
+from onnx_bcast.converters.mode_guards import checked_target
 from onnx_bcast.converters.shape_inputs import int64_input
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
@@ -34,10 +33,6 @@ class ExplicitAxes:
         data = bound.inputs[0]
         if self.guards and bound.out_shape is None:
             axes = int64_input(emit, bound, 2, "axes_mapping")
-            empty = empty_target(bound)
-            if empty is not None:
-                checked_empty(emit, bound, data, target, empty, axes, carrier=align(data))
-                return
             if tie_data:
                 tied, target = checked_target(emit, bound, data, target, axes)
                 emit.expand(align(tied), target, bound.output, bound.out_shape)

@@ -6,7 +6,7 @@ data must reach the target's last axis, so aligning it at ``axis`` is the same r
 
 from __future__ import annotations
 
-from onnx_bcast.converters.mode_guards import checked_empty, checked_target
+from onnx_bcast.converters.mode_guards import checked_target
 from onnx_bcast.converters.shape_inputs import int64_input
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
@@ -34,20 +34,8 @@ class ExpandToTarget:
             return
         data, target = bound.inputs[0], int64_input(emit, bound, 1, "target_shape")
         if self.guards and out_shape is None:
-            empty = empty_target(bound) if self.mode == "numpy" else None  # pdpd's and bidirectional's output
-            # take the data's dim where the target's is 1
-            if empty is not None:
-                checked_empty(emit, bound, data, target, empty)
-                return
             data, target = checked_target(emit, bound, data, target)
         emit.expand(data, target, bound.output, out_shape)
-
-
-def empty_target(bound: Bound) -> tuple[int, ...] | None:
-    """A constant target holding a 0, which is the output's shape once the checks pass (numpy and explicit modes;
-    not pdpd's and bidirectional's): ``checked_empty`` builds that output."""
-    value = bound.ints(1)
-    return value if value is not None and 0 in value else None
 
 
 def rules(guards: bool) -> list[ExpandToTarget]:

@@ -172,13 +172,13 @@ class Guard:
             target = self.op("Add", target, token)
         return tied, target
 
-    def tied(self, x: str, shape: str | None = None, output: str | None = None) -> str:
+    def tied(self, x: str, shape: str | None = None) -> str:
         """``x`` itself, available only after every open check passed (``Emitter.tied``); ``shape``: its
-        ``Shape``, where the rule has it; ``output``: the name to write (an ``Identity`` where no check is open)."""
+        ``Shape``, where the rule has it."""
         self.settle()
         if not self.conditions:
-            return x if output is None else self.emit.identity(x, output)
-        return self.emit.tied(x, self._shape_unless_rank_0(x, shape), self.token(), output)
+            return x
+        return self.emit.tied(x, self._shape_unless_rank_0(x, shape), self.token())
 
     def _shape_unless_rank_0(self, x: str, shape: str | None) -> str | None:
         """``x``'s ``Shape`` (``shape`` where the rule made it) for a tie, or None where ``x`` is known to be rank 0:

@@ -21,22 +21,6 @@ def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: st
     return guard.tie_expand(carrier or data, target, data_shape if carrier is None else None)
 
 
-def checked_empty(emit: Emitter, bound: Bound, data: str, target: str, static_out: tuple[int, ...],
-                  axes: str | None = None, carrier: str | None = None) -> None:
-    """The node's output where its checks make it a constant target holding a 0 (``static_out``): the empty
-    output (``Emitter.expand``, no ``Expand`` of the data) then the tie, on the output rather than the data. A tie
-    in the target (``Guard.tie_expand``) made ONNX Runtime's symbolic shape inference stop (the token is a dim of
-    its own to it: fuzz seed 44, cases 5253 and 27561); and the empty form of tied data is a zero-element tensor
-    that a folding tool given the input shapes computes, dropping the check with it."""
-    guard, _ = _mode_guard(emit, bound, data, target, axes)
-    guard.settle()
-    if not guard.conditions:
-        emit.expand(carrier or data, target, bound.output, static_out)
-        return
-    empty = emit.expand(carrier or data, target, None, static_out)
-    guard.tied(empty, emit.const_i64(list(static_out), "empty_shape"), bound.output)
-
-
 def _mode_guard(emit: Emitter, bound: Bound, data: str, target: str, axes: str | None) -> tuple[Guard, str]:
     """A guard holding the conditions of the node's mode, and ``Shape(data)``."""
     guard, mode = Guard(emit, bound), bound.mode

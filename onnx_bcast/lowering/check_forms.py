@@ -111,7 +111,7 @@ class CheckForms:
                         doc_string=self.doc))
                 node.input[k] = hidden[value]
 
-    def tied(self, x: str, shape: str | None, token: str, output: str | None = None) -> str:
+    def tied(self, x: str, shape: str | None, token: str) -> str:
         """``x`` (whose shape is ``shape``) after a check: ``Squeeze(Expand(Unsqueeze(x, 0), [1 + token, *shape]),
         0)`` (``1 + token``: the check's leading length, ``self.leads``), the same values and rank for a token of 0,
         whatever ``x``'s rank; the data path reads it, so no pass can remove the check without changing the output.
@@ -136,7 +136,7 @@ class CheckForms:
         self.require(8, "Expand")
         lead = self.leads[token]
         target = lead if shape is None else self.standard("Concat", [lead, shape], axis=0)
-        return self.squeeze(self._node("Expand", [self.unsqueeze(x, [0]), target], None), [0], output)
+        return self.squeeze(self._node("Expand", [self.unsqueeze(x, [0]), target], None), [0])
 
 
 def _dims(value: str, producers: dict[str, NodeProto]) -> bool:
