@@ -708,6 +708,10 @@ def judge(scenario: Scenario, path: str, status: str, got: Any, stage: str) -> t
         if got.bare is None:
             return None, "OpenVINO's runtime cannot run the bare form on this input (zero-size dims, SPEC §2)"
         if not fz.identical(got.guarded[0], got.bare[0]):
+            if got.guarded[0].shape == want.shape and not fz.identical(got.bare[0], want):
+                # OpenVINO's CPU plugin computes 8-bit integer Div/Mod inexactly, the guards=False form too, and
+                # differently as its fusions differ (seed 0, cases 26801 and 88955): no exact reference there
+                return None, "OpenVINO's arithmetic differs from ONNX's here (the guards=False form's values too)"
             if got.guarded[0].dtype == np.float64 and fz.identical(got.guarded[0],
                                                                    got.bare[0].astype(np.float32).astype(np.float64)):
                 return None, ("OpenVINO's CPU plugin computes float64 in float32: the check's Expand on the data "
