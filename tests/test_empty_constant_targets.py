@@ -86,3 +86,20 @@ def test_empty_target_runs_in_openvino(target: tuple[int, ...]) -> None:
                                   np.zeros(target, np.int8))
     with pytest.raises(Exception):  # noqa: B017
         tools.openvino_run(converted, {"x": np.array([1, 2], np.int8)})
+
+
+@pytest.mark.parametrize("target", [(4, 4, 0, 1), (0, 5, 1), (3, 0)], ids=str)
+def test_symbolic_shape_inference_reads_an_empty_static_output(target: tuple[int, ...], tmp_path: Path) -> None:
+    """Data of static dims, no check: the empty output is built without an ``Expand``, by a ``Reshape`` with
+    ``allowzero`` whose 0s symbolic shape inference reads as "copy the input's dim": its input has zeros in place
+    (before, a 1-D input: an ``IndexError`` past its rank for a 0 after the first axis)."""
+    graph = helper.make_graph(
+        [helper.make_node("Broadcast", ["x", "target"], ["y"], domain="onnx_bcast", name="bc", mode="numpy")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.INT8, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.INT8, None)],
+        [numpy_helper.from_array(np.array(target, np.int64), "target")])
+    model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 18),
+                                                                 helper.make_opsetid("onnx_bcast", 1)])
+    inferred = tools.symbolic_shape_infer(onnx_bcast.convert(model), False, tmp_path)
+    np.testing.assert_array_equal(tools.ort_run(inferred, {"x": np.array([7], np.int8)})[0],
+                                  np.broadcast_to(np.array([7], np.int8), target), strict=True)
