@@ -30,10 +30,10 @@ def _model(rank: int, out_rank: int, opset: int, second: str) -> onnx.ModelProto
              helper.make_node(second, ["y1"], ["y2"], name="middle"),
              helper.make_node("Less", ["y2", "c"], ["y"], domain="onnx_bcast", name="second",
                               auto_broadcast="none")]
-    inputs = [helper.make_tensor_value_info("x", TensorProto.UINT8, [f"D{k}" for k in range(rank)]),
+    inputs = [helper.make_tensor_value_info("x", TensorProto.INT32, [f"D{k}" for k in range(rank)]),
               helper.make_tensor_value_info("t", TensorProto.INT64, [out_rank]),
               helper.make_tensor_value_info("a", TensorProto.INT64, [rank]),
-              helper.make_tensor_value_info("c", TensorProto.UINT8, [f"E{k}" for k in range(out_rank)])]
+              helper.make_tensor_value_info("c", TensorProto.INT32, [f"E{k}" for k in range(out_rank)])]
     graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.BOOL, None)])
     return helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", opset),
                                                                  helper.make_opsetid("onnx_bcast", 1)])
@@ -52,14 +52,14 @@ def _broadcast(x: np.ndarray, target: tuple[int, ...], axes: tuple[int, ...]) ->
 def test_valid_runs_and_invalid_fails_in_openvino(shape: tuple, target: tuple, axes: tuple, opset: int,
                                                   second: str) -> None:
     rng = np.random.default_rng(len(shape) * 100 + sum(target))
-    x = rng.integers(0, 30, shape).astype(np.uint8)
-    c = rng.integers(0, 30, target).astype(np.uint8)
+    x = rng.integers(0, 30, shape).astype(np.int32)
+    c = rng.integers(0, 30, target).astype(np.int32)
     feeds = {"x": x, "t": np.array(target, np.int64), "a": np.array(axes, np.int64), "c": c}
     converted = onnx_bcast.convert(_model(len(shape), len(target), opset, second))
     want = _broadcast(x, target, axes) < c
     np.testing.assert_array_equal(tools.ort_run(converted, feeds)[0], want)
     np.testing.assert_array_equal(tools.openvino_run(converted, feeds)[0], want)
-    wrong_c = {**feeds, "c": np.zeros((*target[:-1], target[-1] + 1), np.uint8)}  # none: shapes must be equal
+    wrong_c = {**feeds, "c": np.zeros((*target[:-1], target[-1] + 1), np.int32)}  # none: shapes must be equal
     with pytest.raises(Exception):  # noqa: B017 (any failure: no value may come back)
         got = tools.openvino_run(converted, wrong_c)
         pytest.fail(f"OpenVINO returned {got[0].shape} for c {wrong_c['c'].shape}")
@@ -75,10 +75,10 @@ def _v0_model(rank: int, out_rank: int) -> onnx.ModelProto:
                             for name in ("shape", "broadcast_axes")])
     nodes = [first, helper.make_node("Abs", ["y1"], ["y2"], name="middle"),
              helper.make_node("Less", ["y2", "c"], ["y"], domain="onnx_bcast", name="second", auto_broadcast="none")]
-    inputs = [helper.make_tensor_value_info("x", TensorProto.UINT8, [f"D{k}" for k in range(rank)]),
+    inputs = [helper.make_tensor_value_info("x", TensorProto.INT32, [f"D{k}" for k in range(rank)]),
               helper.make_tensor_value_info("s", TensorProto.INT64, [out_rank]),
               helper.make_tensor_value_info("b", TensorProto.INT64, [out_rank - rank]),
-              helper.make_tensor_value_info("c", TensorProto.UINT8, [f"E{k}" for k in range(out_rank)])]
+              helper.make_tensor_value_info("c", TensorProto.INT32, [f"E{k}" for k in range(out_rank)])]
     graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.BOOL, None)])
     return helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 18),
                                                                  helper.make_opsetid("onnx_bcast", 1)])
@@ -87,8 +87,8 @@ def _v0_model(rank: int, out_rank: int) -> onnx.ModelProto:
 @pytest.mark.parametrize(("shape", "target", "new_axes"), V0_CASES, ids=str)
 def test_broadcast_v0_fed_lists_runs_in_openvino(shape: tuple, target: tuple, new_axes: tuple) -> None:
     rng = np.random.default_rng(len(shape) * 100 + sum(target))
-    x = rng.integers(0, 30, shape).astype(np.uint8)
-    c = rng.integers(0, 30, target).astype(np.uint8)
+    x = rng.integers(0, 30, shape).astype(np.int32)
+    c = rng.integers(0, 30, target).astype(np.int32)
     feeds = {"x": x, "s": np.array(target, np.int64), "b": np.array(new_axes, np.int64), "c": c}
     converted = onnx_bcast.convert(_v0_model(len(shape), len(target)))
     kept = tuple(k for k in range(len(target)) if k not in new_axes)  # the data's axes, in order
@@ -96,5 +96,5 @@ def test_broadcast_v0_fed_lists_runs_in_openvino(shape: tuple, target: tuple, ne
     np.testing.assert_array_equal(tools.ort_run(converted, feeds)[0], want)
     np.testing.assert_array_equal(tools.openvino_run(converted, feeds)[0], want)
     with pytest.raises(Exception):  # noqa: B017 (any failure: no value may come back)
-        got = tools.openvino_run(converted, {**feeds, "c": np.zeros((*target[:-1], target[-1] + 1), np.uint8)})
+        got = tools.openvino_run(converted, {**feeds, "c": np.zeros((*target[:-1], target[-1] + 1), np.int32)})
         pytest.fail(f"OpenVINO returned {got[0].shape}")
