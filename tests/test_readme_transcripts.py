@@ -248,3 +248,14 @@ def test_readme_examples(example: tuple[Path, str, int, str], tmp_path: Path, mo
     runner.run(test, out=report.append)
     assert test.examples, name
     assert runner.failures == 0, "".join(report)
+
+
+def test_ci_runs_the_readme_s_two_commands_verbatim() -> None:
+    """The README's first two commands (the demo on a fresh machine, the tests) are lines of ``.ci/run`` as written,
+    so CI runs what a newcomer types."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"```sh\n(.+?)\n```", readme)[:2]
+    assert len(commands) == 2 and "demo" in commands[0] and "pytest" in commands[1], commands
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    for command in commands:
+        assert command in ci, f"not a line of .ci/run: {command}"
