@@ -76,6 +76,12 @@ class CheckForms:
         reshaped = self.named("Reshape", [probe, self.standard("Concat", [self.const_i64([1], "one"), size], axis=0)],
                               f"{name} (reshaped)")
         total = self.reduce_sum(reshaped, [0, 1], keepdims=False)  # a scalar: a 1-D sum's length OpenVINO cannot see
+        return self.lead_token(total)
+
+    def lead_token(self, total: str) -> str:
+        """The token ``[0]`` of a check whose failures add up to ``total`` (an int64 scalar, 0 where it holds):
+        ``1 + total`` taken as the length of a tensor (``Shape(ConstantOfShape([1 + total]))``, which ``self.leads``
+        keeps for ``tied``), minus 1."""
         one = self.const_i64([1], "one")
         lead = self.shape(self.standard("ConstantOfShape", [self.standard("Add", [one, total])], value=_FALSE))
         token = self.standard("Sub", [lead, one])  # read only by a tie that adds it to a vector; else pruned

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, helper
 
 from onnx_bcast.lowering.declaring import Declared
+from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.model.walk import NameGenerator, subgraphs
 
 logger = logging.getLogger("onnx_bcast.lowering.scalar_inputs")
@@ -130,47 +131,15 @@ def _empty_tie(checked: str, check: ScalarCheck, value: str, output: str, names:
                ) -> list[NodeProto]:
     """``output`` = ``value`` (which holds no element whatever the scalar is fed) on a path through the checked
     scalar: else a tool that computes zero-element tensors (onnxsim) computes ``value`` and drops the check. The
-    scalar's value ``v`` minus itself (``Cast`` to int64 first: exact for integers, and ``v - v`` is 0 for any
-    int64) is the token of the guards' tie (docs/guards.md): ``Squeeze(Expand(Unsqueeze(value, 0), [1 + token,
-    *Shape(value)]), 0)``, its leading length a dim (``Shape(ConstantOfShape(...))``) for ONNX Runtime's symbolic
-    shape inference. ``Unsqueeze``/``Squeeze`` take their axes as an attribute before opset 13."""
-    def name(hint: str) -> str:
-        return names(f"{check.label}/{output}_{hint}")
-
-    def node(op: str, inputs: list[str], hint: str, **attrs) -> NodeProto:
-        out = name(hint)
-        return helper.make_node(op, inputs, [out], name=out, **attrs)
-
-    nodes = []
-    if check.elem != TensorProto.INT64:
-        nodes.append(node("Cast", [checked], "as_int64", to=TensorProto.INT64))
-        checked = nodes[-1].output[0]
-    zero_axis = helper.make_node("Constant", [], [name("axis0")], name=name("axis0"),
-                                 value=helper.make_tensor("axis0", TensorProto.INT64, [1], [0]))
-    one = helper.make_node("Constant", [], [name("one")], name=name("one"),
-                           value=helper.make_tensor("one", TensorProto.INT64, [1], [1]))
-    def axis0(op: str, x: str, hint: str, output: str | None = None) -> NodeProto:
-        if opset < 13:
-            made = node(op, [x], hint, axes=[0])
-        else:
-            made = node(op, [x, zero_axis.output[0]], hint)
-        if output is not None:
-            made.output[0] = output
-        return made
-
-    nodes += [*([zero_axis] if opset >= 13 else []), one, node("Sub", [checked, checked], "token")]
-    nodes.append(axis0("Unsqueeze", nodes[-1].output[0], "token_1d"))
-    nodes.append(node("Add", [one.output[0], nodes[-1].output[0]], "length"))
-    nodes.append(node("ConstantOfShape", [nodes[-1].output[0]], "lead_values"))
-    nodes.append(node("Shape", [nodes[-1].output[0]], "lead"))
-    lead = nodes[-1].output[0]
-    nodes.append(node("Shape", [value], "shape"))
-    nodes.append(node("Concat", [lead, nodes[-1].output[0]], "target", axis=0))
-    target = nodes[-1].output[0]
-    nodes.append(axis0("Unsqueeze", value, "lifted"))
-    nodes.append(node("Expand", [nodes[-1].output[0], target], "tied"))
-    nodes.append(axis0("Squeeze", nodes[-1].output[0], "guard tie", output))
-    return nodes
+    guards' tie (``Emitter.tied``, docs/guards.md), its token from the scalar's value ``v`` minus itself (``Cast``
+    to int64 first: exact for integers, and ``v - v`` is 0 for any int64)."""
+    emit = Emitter(names, opset, check.label, "Einsum", "", allow_initializers=False)
+    whole = checked if check.elem == TensorProto.INT64 else emit.cast(checked, TensorProto.INT64)
+    token = emit.lead_token(emit.standard("Sub", [whole, whole]))
+    emit.tied(value, emit.shape(value), token)
+    emit.nodes[-1].output[0] = output  # the tie's Squeeze
+    emit.prune([output])
+    return emit.nodes
 
 
 def _rename_reads(graph: GraphProto, renamed: dict[str, str]) -> None:
