@@ -31,16 +31,15 @@ class ExplicitAxes:
         ``Shape`` of a later result wrong (a valid none-rule op after it failed its check: fuzz seed 44, cases 17627
         and 29212) where the tie followed a ``Reshape`` to a shape computed at run time."""
         data = bound.inputs[0]
-        if self.guards and bound.out_shape is None:
-            axes = int64_input(emit, bound, 2, "axes_mapping")
-            if tie_data:
-                tied, target = checked_target(emit, bound, data, target, axes)
-                emit.expand(align(tied), target, bound.output, bound.out_shape)
-                return
-            aligned, target = checked_target(emit, bound, data, target, axes, carrier=align(data))
-            emit.expand(aligned, target, bound.output, bound.out_shape)
-            return
-        emit.expand(align(data), target, bound.output, bound.out_shape)
+        if not self.guards or bound.out_shape is not None:
+            aligned = align(data)
+        elif tie_data:
+            tied, target = checked_target(emit, bound, data, target, int64_input(emit, bound, 2, "axes_mapping"))
+            aligned = align(tied)
+        else:
+            aligned, target = checked_target(emit, bound, data, target, int64_input(emit, bound, 2, "axes_mapping"),
+                                             carrier=align(data))
+        emit.expand(aligned, target, bound.output, bound.out_shape)
 
     def check(self, bound: Bound) -> str | None:
         return None

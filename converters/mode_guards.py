@@ -17,19 +17,13 @@ def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: st
     """``Expand``'s ``(carrier, target)`` after the checks of the node's mode (numpy, explicit with its int64
     ``axes``, bidirectional, pdpd) on ``data`` and ``target``: ``Guard.tie_expand``. ``carrier``: what the
     ``Expand`` reads, ``data`` unless aligned first."""
-    guard, data_shape = _mode_guard(emit, bound, data, target, axes)
-    return guard.tie_expand(carrier or data, target, data_shape if carrier is None else None)
-
-
-def _mode_guard(emit: Emitter, bound: Bound, data: str, target: str, axes: str | None) -> tuple[Guard, str]:
-    """A guard holding the conditions of the node's mode, and ``Shape(data)``."""
     guard, mode = Guard(emit, bound), bound.mode
     guard.no_negative_dims(target)
     guard.representable(target)
     no_axes_mapping(guard, bound)
     data_shape = emit.shape(data)
     mode_conditions(guard, mode, data_shape, target, axes)
-    return guard, data_shape
+    return guard.tie_expand(carrier or data, target, data_shape if carrier is None else None)
 
 
 def no_axes_mapping(guard: Guard, bound: Bound) -> None:
