@@ -105,18 +105,21 @@ def our_nodes(graph: Any, node: onnx.NodeProto, options: dict[str, Any], rewrite
         return [record(options, node, str(err))]
 
 
-def _power_of_two(graph: Any, rewriter: Any) -> Callable[[str], bool]:
-    """Whether a tensor is written by ``Power(2, s)``: OpenVINO's form of ONNX ``BitShift`` right (a Divide by it)."""
-    def check(name: str) -> bool:
+def _power_of_two(graph: Any, rewriter: Any) -> Callable[[str], tuple[str, tuple[int, ...]] | None]:
+    """A tensor written by ``Power(2, s)`` with a one-element base, OpenVINO's form of ONNX ``BitShift`` right (a
+    Divide by it): ``(s, the base's shape)``, else None."""
+    def check(name: str) -> tuple[str, tuple[int, ...]] | None:
         producer = graph._out_to_node.get(name)  # noqa: SLF001 - onnxifier's tensor -> node index
         node = graph.nodes[producer]["pb"] if producer else None
         if node is None or node.op_type not in ("Power", "Pow") or rewriter is None:
-            return False
+            return None
         try:
             base = rewriter.get_value(node.input[0])
         except Exception:  # noqa: BLE001 - not a constant
-            return False
-        return base is not None and base.size >= 1 and bool((base == 2).all())
+            return None
+        if base is None or base.size != 1 or not bool((base == 2).all()):
+            return None
+        return node.input[1], tuple(int(d) for d in base.shape)
     return check
 
 
