@@ -22,6 +22,7 @@ from onnx_bcast.model.walk import node_lists
 from onnx_bcast.onnx_defs import schemas
 from onnx_bcast.ops.common import MAX_RANK, NUMPY_MAX_DIMS
 from onnx_bcast.ort import kernels
+from onnx_bcast.ort.prechecked import Prechecked
 from onnx_bcast.ort.prepare import prepare
 from onnx_bcast.ort.process_state import take_error
 from onnx_bcast.ort.providers import CPU, Provider, check_used, choose
@@ -71,6 +72,7 @@ class InferenceSession(ort.InferenceSession):
         # backend 'native' whose runs all fail: why; the numpy backend runs only to raise its error, never a value
         self._every_input_fails: str | None = None
         self._labels: set[str] | None = None
+        self._prechecked: Prechecked | None = None  # backend 'native': the unguarded form, for inputs proven valid
         options = sess_options
         if options is None:
             options = ort.SessionOptions()
@@ -94,6 +96,8 @@ class InferenceSession(ort.InferenceSession):
                 return
             try:
                 self._load(options, providers, requested, **kwargs)
+                self._prechecked = Prechecked.build(self.source_model, self.prepared_model, options,
+                                                    self.get_providers(), **kwargs)
                 return
             except Exception as exc:
                 node = failed_node(exc)
@@ -139,6 +143,10 @@ class InferenceSession(ort.InferenceSession):
                                "backend computed outputs, which backend 'native' does not hand back (backend 'numpy' "
                                "runs it)")
         if self.backend == "native":
+            if self._prechecked is not None:
+                outputs = self._prechecked.run(output_names, input_feed, run_options)
+                if outputs is not None:
+                    return outputs
             try:
                 return super().run(output_names, input_feed, run_options)
             except Exception as exc:
