@@ -21,6 +21,7 @@ import numpy as np
 
 log = logging.getLogger("node_case_run")
 
+_GOT = "_outputs"  # a step's outputs, kept in the record until compared with OpenVINO's CPU plugin's
 STATUSES = ("equal", "refused", "ort refuses", "wrong", "not compared", "crashed", "timeout")
 TRIVIAL_IR_OPS = frozenset({"Parameter", "Result", "Constant"})
 CASE_TIMEOUT = 300.0  # seconds for one case's steps together
@@ -232,7 +233,7 @@ def _run_route(convert: Any, xml: Path, case: NodeCase, ir_ops: list[str]) -> di
         return {**record, "status": "ort refuses", "stage": "run", "detail": _first_line(err)}
     got = [g.astype(_BFLOAT16) if k in widened else g for k, g in enumerate(got)]
     diff = compare(got, case.outputs, case)
-    return {**record, "status": "wrong" if diff else "equal", "detail": diff or ""}
+    return {**record, "status": "wrong" if diff else "equal", "detail": diff or "", _GOT: got}
 
 
 def _run_openvino_cpu(core: Any, xml: Path, case: NodeCase) -> dict[str, Any]:
@@ -249,7 +250,19 @@ def _run_openvino_cpu(core: Any, xml: Path, case: NodeCase) -> dict[str, Any]:
     except Exception as err:  # noqa: BLE001
         return {"status": "refused", "detail": _first_line(err)}
     diff = compare(got, case.outputs, case)
-    return {"status": "wrong" if diff else "equal", "detail": diff or ""}
+    return {"status": "wrong" if diff else "equal", "detail": diff or "", _GOT: got}
+
+
+def _agreement(route: dict[str, Any], got: list[np.ndarray] | None, reference: list[np.ndarray] | None,
+               case: NodeCase) -> None:
+    """A wrong route's outputs against OpenVINO's CPU plugin's on the same IR (``openvino cpu agrees``): a route
+    that differs from ONNX's expected outputs as the plugin does follows the IR, one that differs from the plugin
+    too translates it wrong."""
+    if route.get("status") == "wrong" and got is not None and reference is not None:
+        difference = compare(got, reference, case)
+        route["openvino cpu agrees"] = not difference
+        if difference:
+            route["openvino cpu difference"] = difference
 
 
 def default_routes() -> dict[str, Callable[[str], Any]]:
@@ -303,12 +316,17 @@ def case_steps(case: NodeCase, folder: Path, routes: Callable[[], dict[str, Call
             return
         record["openvino"] = "reads"
         yield done("openvino", started)
+        outputs = {}  # each step's outputs, out of the record (which goes to JSON)
         for route, convert in converters.items():
             started = time.perf_counter()
             record[route] = _run_route(convert, xml, case, record["ir_ops"])
+            outputs[route] = record[route].pop(_GOT, None)
             yield done(route, started)
         started = time.perf_counter()
         record["openvino cpu"] = _run_openvino_cpu(core, xml, case)
+        cpu = record["openvino cpu"].pop(_GOT, None)
+        for route in converters:
+            _agreement(record[route], outputs[route], cpu, case)
         yield done("openvino cpu", started)
     finally:
         shutil.rmtree(where, ignore_errors=True)

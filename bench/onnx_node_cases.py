@@ -81,6 +81,11 @@ def summary(records: list[dict[str, Any]]) -> list[str]:
         order = ("equal", "refused named", "refused unnamed", "refused", "ort refuses", "wrong", "not compared",
                  "crashed", "timeout", "not run")
         lines.append(f"{step}: " + ", ".join(f"{counts[k]} {k}" for k in order if counts[k]))
+        agree = Counter(r[step]["openvino cpu agrees"] for r in records
+                        if isinstance(r.get(step), dict) and "openvino cpu agrees" in r[step])
+        if agree:
+            lines.append(f"  of the wrong: OpenVINO's CPU plugin computes the same from the IR in {agree[True]}, "
+                         f"other values in {agree[False]}")
     return lines
 
 

@@ -140,10 +140,33 @@ class _Ours(BaseNodeConversion):
         raise AssertionError(f"no mapping for {ori_node.op_type}")
 
 
+def _interpolate_attributes(node: onnx.NodeProto) -> str | None:
+    """Interpolate-4/-11 before onnxifier's pass: ``cube_coeff`` under the name that pass reads (``cubic_coeff``,
+    which no IR writes: it wrote ONNX's default -0.75 for every cubic resize), as a float; a reason to refuse
+    ``antialias``, which that pass drops."""
+    attrs = ir_attributes(node)
+    if attrs.get("antialias", "false").strip().lower() in ("true", "1"):
+        return "antialias is not carried to ONNX's Resize by onnxifier's interpolate pass"
+    if "cube_coeff" in attrs:
+        kept = [a for a in node.attribute if a.name != "cubic_coeff"]
+        del node.attribute[:]
+        node.attribute.extend([*kept, helper.make_attribute("cubic_coeff", float(attrs["cube_coeff"]))])
+    return None
+
+
+#: onnxifier's passes whose IR node is mended first (or refused with the reason given) by these
+_MENDED_FIRST: dict[str, Callable[[onnx.NodeProto], str | None]] = {"interpolate": _interpolate_attributes}
+
+
 def _named_failures(original: type, pass_name: str) -> type:
     """onnxifier's pass ``original``, whose failure on a node becomes a refusal naming that IR op (its class name
-    is kept: onnxifier matches nodes by it)."""
+    is kept: onnxifier matches nodes by it); ``_MENDED_FIRST`` mends its node first."""
+    mend = _MENDED_FIRST.get(pass_name)
+
     def replace(self: Any, graph: Any, ori_node: onnx.NodeProto) -> onnx.NodeProto:
+        why = mend(ori_node) if mend is not None else None
+        if why is not None:
+            return refuse(_Ours.options, ori_node, why)
         try:
             return original.replace(self, graph, ori_node)
         except Exception as err:  # noqa: BLE001 - any failure of its pass is a refusal of this op

@@ -36,9 +36,9 @@ _THROUGH_INT32 = (TensorProto.INT16, TensorProto.UINT16)
 _INTEGER_POWER = (*_SATURATED, *_THROUGH_INT32, TensorProto.UINT32, TensorProto.UINT64)
 
 ElemType = Callable[[str], int]  # a tensor's ONNX element type (0: unknown)
-#: A Divide's divisor as ``Power(2, s)`` with a one-element base: (s, the base's shape), else None.
+#: A Divide's divisor or a Multiply's factor as ``Power(2, s)`` with a one-element base: (s, the base's shape).
 PowerOfTwo = Callable[[str], "tuple[str, tuple[int, ...]] | None"]
-#: Types whose right shift (a floored Divide by ``Power(2, s)``) is computed exactly on int64.
+#: Types whose shifts (a Multiply or floored Divide by ``Power(2, s)``) are computed exactly on int64.
 _SHIFTED_ON_INT64 = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64,
                      TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32)
 
@@ -78,14 +78,14 @@ def binary(op_type: str, name: str, inputs: Sequence[str], outputs: Sequence[str
     Integer ``Divide m_pythondiv=true``: ``pythondiv="cpu"`` follows OpenVINO's CPU plugin (floor under pdpd, else
     truncation, which is what its ONNX, Paddle and JAX frontends mean by it), ``"reference"`` floors; a division by
     ``Power(2, s)`` (``power_of_two``: how OpenVINO writes ONNX's ``BitShift`` right) floors either way, and is
-    computed as ONNX's ``BitShift`` right (``_shift_right``)."""
+    computed as ONNX's ``BitShift`` right; a product with ``Power(2, s)`` as its ``BitShift`` left (``_shift``)."""
     if pythondiv not in PYTHONDIV:
         raise ValueError(f"pythondiv must be one of {PYTHONDIV}, got {pythondiv!r}")
     ours, extra = BINARY[op_type]
     rule = canonical_rule(attrs.get("auto_broadcast", "numpy"), ours)
     a, b = inputs[0], inputs[1]
     elem = elem_type(a)
-    shift = power_of_two(b) if op_type == "Divide" and power_of_two is not None else None
+    shift = power_of_two(b) if op_type in ("Divide", "Multiply") and power_of_two is not None else None
     if op_type == "Divide":
         floor = _bool(attrs.get("m_pythondiv", "true")) and (pythondiv == "reference" or rule == "pdpd"
                                                             or shift is not None)
@@ -103,8 +103,9 @@ def binary(op_type: str, name: str, inputs: Sequence[str], outputs: Sequence[str
         return helper.make_node(op, ins, [out], name=name + suffix, domain=DOMAIN, **rule_attrs, **more)
 
     out = outputs[0]
-    if shift is not None and elem in _SHIFTED_ON_INT64 and (floor or elem not in SIGNED_INTEGERS):
-        return _shift_right(name, a, *shift, out, elem, node)
+    if shift is not None and elem in _SHIFTED_ON_INT64 and (op_type == "Multiply" or floor
+                                                             or elem not in SIGNED_INTEGERS):
+        return _shift(name, a, *shift, out, elem, node, left=op_type == "Multiply")
     if op_type == "NotEqual":
         return [node("Equal", [a, b], f"{out}/equal", "/equal"), helper.make_node("Not", [f"{out}/equal"], [out],
                                                                                   name=name)]
@@ -121,43 +122,49 @@ def binary(op_type: str, name: str, inputs: Sequence[str], outputs: Sequence[str
     return [node(ours, [a, b], out, **extra)]
 
 
-def _shift_right(name: str, x: str, exponent: str, base_shape: tuple[int, ...], out: str, elem: int,
-                 node: Callable[..., NodeProto]) -> list[NodeProto]:
-    """``x / Power(2, s)`` floored, as ONNX's ``BitShift`` right means it, computed on int64: ``floor(x / 2**s)``,
-    and where ``s`` is negative or at least the bit width (where the IR divides by a power that is 0 or wrapped) the
-    sign fill, -1 for a negative ``x`` and 0 otherwise. A shift beyond 62 is one of 62 then one of 1 (``2**63`` is
-    not an int64); below 64 bits one of 62 already gives the sign fill."""
-    def const(tag: str, value: np.ndarray) -> NodeProto:
-        return helper.make_node("Constant", [], [f"{out}/{tag}"], name=f"{name}/{tag}",
-                                value=numpy_helper.from_array(value, f"{out}/{tag}"))
+def _shift(name: str, x: str, exponent: str, base_shape: tuple[int, ...], out: str, elem: int,
+           node: Callable[..., NodeProto], left: bool) -> list[NodeProto]:
+    """``x * Power(2, s)`` or ``x / Power(2, s)`` floored, as ONNX's ``BitShift`` left or right means it, computed
+    on int64 and cast back (wrapping): ``x * 2**s`` or ``floor(x / 2**s)``. Where ``s`` is negative or at least the
+    bit width (the IR's power is 0 or has overflowed there) a left shift gives 0 and a right shift the sign fill, -1
+    for a negative ``x`` and 0 otherwise. ``2**63`` is no int64: a shift beyond 62 is one of 62, then one of the
+    rest (at most 1); below 64 bits a right shift of 62 already gives the sign fill."""
+    def const(tag: str, value: int | np.ndarray) -> str:
+        nodes.append(helper.make_node("Constant", [], [f"{out}/{tag}"], name=f"{name}/{tag}",
+                                      value=numpy_helper.from_array(np.asarray(value, np.int64), f"{out}/{tag}")))
+        return f"{out}/{tag}"
 
-    def op(op_type: str, ins: list[str], tag: str, **attrs: int) -> NodeProto:
-        return helper.make_node(op_type, ins, [f"{out}/{tag}"], name=f"{name}/{tag}", **attrs)
+    def op(op_type: str, ins: list[str], tag: str, **attrs: int) -> str:
+        nodes.append(helper.make_node(op_type, ins, [f"{out}/{tag}"], name=f"{name}/{tag}", **attrs))
+        return f"{out}/{tag}"
 
+    nodes: list[NodeProto] = []
     wide = elem == TensorProto.INT64
-    top = 63 if wide else 62
-    nodes = [const("two", np.array(2, np.int64)), const("zero", np.array(0, np.int64)),
-             const("top", np.array(top, np.int64)), const("base_zeros", np.zeros(base_shape, np.int64)),
-             op("Cast", [exponent], "s", to=TensorProto.INT64)]
+    two, zero = const("two", 2), const("zero", 0)
     # s on the shape of Power(2, s): the base's one element broadcast as the IR's Power broadcasts it
-    nodes += [op("Add", [f"{out}/s", f"{out}/base_zeros"], "s_like_power"),
-              op("Less", [f"{out}/s_like_power", f"{out}/zero"], "negative"),
-              op("Min", [f"{out}/s_like_power", f"{out}/top"], "capped"),
-              op("Where", [f"{out}/negative", f"{out}/top", f"{out}/capped"], "shift")]
-    steps = [f"{out}/shift"]
-    if wide:  # 2**63 overflows int64: shift by at most 62, then by the rest (0 or 1)
-        nodes += [const("most", np.array(62, np.int64)), op("Min", [f"{out}/shift", f"{out}/most"], "first"),
-                  op("Sub", [f"{out}/shift", f"{out}/first"], "second")]
-        steps = [f"{out}/first", f"{out}/second"]
-    quotient = x
-    if not wide:
-        nodes.append(op("Cast", [x], "x", to=TensorProto.INT64))
-        quotient = f"{out}/x"
+    s = op("Add", [op("Cast", [exponent], "s", to=TensorProto.INT64), const("base_zeros", np.zeros(base_shape))],
+           "s_like_power")
+    if left:
+        width = const("width", np.iinfo(helper.tensor_dtype_to_np_dtype(elem)).bits)
+        kept = op("And", [op("GreaterOrEqual", [s, zero], "not_negative"), op("Less", [s, width], "below_width")],
+                  "in_range")
+        shift = op("Where", [kept, s, zero], "shift")
+    else:
+        top = const("top", 63 if wide else 62)
+        shift = op("Where", [op("Less", [s, zero], "negative"), top, op("Min", [s, top], "capped")], "shift")
+    steps = [shift]
+    if wide:
+        first = op("Min", [shift, const("most", 62)], "first")
+        steps = [first, op("Sub", [shift, first], "second")]
+    result = x if wide else op("Cast", [x], "x", to=TensorProto.INT64)
     for k, step in enumerate(steps):
-        nodes += [op("Pow", [f"{out}/two", step], f"divisor{k}"),
-                  node("Div", [quotient, f"{out}/divisor{k}"], f"{out}/quotient{k}", f"/quotient{k}", pythondiv=1)]
-        quotient = f"{out}/quotient{k}"
-    return [*nodes, helper.make_node("Cast", [quotient], [out], name=name, to=elem)]
+        factor = op("Pow", [two, step], f"factor{k}")
+        if left and k == 0:  # out of range: times 0
+            factor = op("Where", [kept, factor, zero], f"kept_factor{k}")
+        nodes.append(node("Mul", [result, factor], f"{out}/product{k}", f"/product{k}") if left else
+                     node("Div", [result, factor], f"{out}/quotient{k}", f"/quotient{k}", pythondiv=1))
+        result = nodes[-1].output[0]
+    return [*nodes, helper.make_node("Cast", [result], [out], name=name, to=elem)]
 
 
 def _float_floor_mod(name: str, a: str, b: str, out: str, elem: int, node: Callable[..., NodeProto]
