@@ -1,5 +1,10 @@
-"""The numpy backend's fast paths: a kernel writes an unread graph output itself (its check beside it), and a
-broadcast's output structure is planned once per node and input signature. Expected values: ``np.broadcast_to``."""
+"""The numpy backend's fast paths where its kernel moves the data: a kernel writes an unread graph output itself (its
+check beside it), and a broadcast's output structure is planned once per node and input signature. Expected values:
+``np.broadcast_to``.
+
+The kernel moves the data of types ORT's ``Expand`` lacks (and of BroadcastV0 and the gradients); a Broadcast of
+other types is checked by the kernel and moved by ``Expand`` (``CheckedBroadcast``). Here every type takes the
+kernel's path (``EXPAND_TYPES`` emptied), so that float32 exercises it."""
 
 from __future__ import annotations
 
@@ -13,6 +18,13 @@ import onnx_bcast
 from onnx_bcast.ops.memory_guard import ENV_VAR
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+@pytest.fixture(autouse=True)
+def _kernel_moves_the_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    from onnx_bcast.ort import rule_set
+
+    monkeypatch.setattr(rule_set, "EXPAND_TYPES", frozenset())
 
 
 def _model(read_too: bool = False, elem: int = F32) -> onnx.ModelProto:

@@ -69,12 +69,28 @@ def register() -> None:
             onnx.defs.register_schema(_schema(spec, GUARDED_DOMAIN, guarded=True))
     if not onnx.defs.has(ELEMENTWISE_CHECK, GUARDED_DOMAIN):
         onnx.defs.register_schema(_elementwise_check_schema())
+    if not onnx.defs.has(BROADCAST_CHECK, GUARDED_DOMAIN):
+        onnx.defs.register_schema(_broadcast_check_schema())
     if not onnx.defs.has(RANK_CHECK, GUARDED_DOMAIN):
         onnx.defs.register_schema(_rank_check_schema())
 
 
 ELEMENTWISE_CHECK = "ElementwiseCheck"
+BROADCAST_CHECK = "BroadcastCheck"
 RANK_CHECK = "RankCheck"
+
+
+def _broadcast_check_schema() -> OpSchema:
+    """The guarded shape check of a broadcast whose data ORT's ``Expand`` moves: the data's shape, the target and
+    axes_mapping in; the shape the data is reshaped to and the output shape out."""
+    return _check_schema(
+        BROADCAST_CHECK,
+        "Validates a broadcast of data of this shape to the target under mode; outputs the shape the data takes "
+        "(Reshape) and the output shape (Expand), or [2, error id] (a shape the data cannot take) on failure.",
+        [("data_shape", "Shape(data)"), ("target_shape", "int64"), ("axes_mapping", "int64, empty if absent")],
+        ("data_aligned_shape", "the shape for Reshape(data, ...)"),
+        {"op": _STRING, "node": _STRING, "mode": _STRING, "axis": _INT, "allowzero": _INT, "quiet": _INT,
+         "elem_type": _INT, "max_output_bytes": _INT}, ("output_shape", "the shape for Expand(..., )"))
 
 
 def _elementwise_check_schema() -> OpSchema:
@@ -103,19 +119,20 @@ _STRING, _INT = OpSchema.AttrType.STRING, OpSchema.AttrType.INT
 
 
 def _check_schema(name: str, doc: str, inputs: list[tuple[str, str]], output: tuple[str, str],
-                  attributes: dict[str, OpSchema.AttrType]) -> OpSchema:
-    """A guarded check of the ONNX Runtime form: int64 shapes in, one int64 shape out (a failure shape carrying the
-    error id when the check fails), every attribute optional."""
+                  attributes: dict[str, OpSchema.AttrType], *more: tuple[str, str]) -> OpSchema:
+    """A guarded check of the ONNX Runtime form: int64 shapes in, int64 shapes out (``output`` and ``more``; a
+    failure shape carrying the error id when the check fails), every attribute optional."""
     i64 = "tensor(int64)"
     schema = OpSchema(
         name, GUARDED_DOMAIN, VERSION, doc,
         inputs=[OpSchema.FormalParameter(input_name, i64, what) for input_name, what in inputs],
-        outputs=[OpSchema.FormalParameter(output[0], i64, output[1])],
+        outputs=[OpSchema.FormalParameter(out, i64, what) for out, what in (output, *more)],
         attributes=[OpSchema.Attribute(attr, kind, "", required=False) for attr, kind in attributes.items()],
     )
 
     def infer(ctx: InferenceContext) -> None:
-        ctx.set_output_type(0, helper.make_tensor_type_proto(onnx.TensorProto.INT64, [None]))
+        for k in range(1 + len(more)):
+            ctx.set_output_type(k, helper.make_tensor_type_proto(onnx.TensorProto.INT64, [None]))
 
     schema.set_type_and_shape_inference_function(infer)
     return schema

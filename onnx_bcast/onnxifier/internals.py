@@ -23,6 +23,7 @@ import onnx
 from onnx import helper
 
 from onnx_bcast.onnxifier.mapping import BINARY, DOMAIN, binary, broadcast
+from onnx_bcast.onnxifier.mending import MENDED_FIRST
 from onnx_bcast.onnxifier.owned import TRANSLATIONS, IrNode, Unsupported
 from onnx_bcast.onnxifier.refusals import NotExpressible, ir_attributes, op_label, record, refuse
 
@@ -106,8 +107,7 @@ def our_nodes(graph: Any, node: onnx.NodeProto, options: dict[str, Any], rewrite
 
 
 def _power_of_two(graph: Any, rewriter: Any) -> Callable[[str], tuple[str, tuple[int, ...]] | None]:
-    """A tensor written by ``Power(2, s)`` with a one-element base, OpenVINO's form of ONNX ``BitShift`` right (a
-    Divide by it): ``(s, the base's shape)``, else None."""
+    """``(s, the base's shape)`` of a tensor written by ``Power(2, s)`` (one-element base: OpenVINO's BitShift)."""
     def check(name: str) -> tuple[str, tuple[int, ...]] | None:
         producer = graph._out_to_node.get(name)  # noqa: SLF001 - onnxifier's tensor -> node index
         node = graph.nodes[producer]["pb"] if producer else None
@@ -140,28 +140,10 @@ class _Ours(BaseNodeConversion):
         raise AssertionError(f"no mapping for {ori_node.op_type}")
 
 
-def _interpolate_attributes(node: onnx.NodeProto) -> str | None:
-    """Interpolate-4/-11 before onnxifier's pass: ``cube_coeff`` under the name that pass reads (``cubic_coeff``,
-    which no IR writes: it wrote ONNX's default -0.75 for every cubic resize), as a float; a reason to refuse
-    ``antialias``, which that pass drops."""
-    attrs = ir_attributes(node)
-    if attrs.get("antialias", "false").strip().lower() in ("true", "1"):
-        return "antialias is not carried to ONNX's Resize by onnxifier's interpolate pass"
-    if "cube_coeff" in attrs:
-        kept = [a for a in node.attribute if a.name != "cubic_coeff"]
-        del node.attribute[:]
-        node.attribute.extend([*kept, helper.make_attribute("cubic_coeff", float(attrs["cube_coeff"]))])
-    return None
-
-
-#: onnxifier's passes whose IR node is mended first (or refused with the reason given) by these
-_MENDED_FIRST: dict[str, Callable[[onnx.NodeProto], str | None]] = {"interpolate": _interpolate_attributes}
-
-
 def _named_failures(original: type, pass_name: str) -> type:
     """onnxifier's pass ``original``, whose failure on a node becomes a refusal naming that IR op (its class name
-    is kept: onnxifier matches nodes by it); ``_MENDED_FIRST`` mends its node first."""
-    mend = _MENDED_FIRST.get(pass_name)
+    is kept: onnxifier matches nodes by it); ``mending.MENDED_FIRST`` mends its node first."""
+    mend = MENDED_FIRST.get(pass_name)
 
     def replace(self: Any, graph: Any, ori_node: onnx.NodeProto) -> onnx.NodeProto:
         why = mend(ori_node) if mend is not None else None

@@ -14,78 +14,42 @@ Two forms of each op spec are registered:
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from onnx import helper
 
-from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.errors import fmt_shape
 from onnx_bcast.model.ort_import import extensions
-from onnx_bcast.onnx_defs.schemas import DOMAIN, ELEMENTWISE_CHECK, GUARDED_DOMAIN, RANK_CHECK
+from onnx_bcast.onnx_defs.schemas import BROADCAST_CHECK, DOMAIN, ELEMENTWISE_CHECK, GUARDED_DOMAIN, RANK_CHECK
 from onnx_bcast.ops import OP_SPECS
-from onnx_bcast.ops.common import OpSpec, check_numpy_rank, check_rank, zeros_inferred_dims
-from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment
-from onnx_bcast.ops.memory_guard import check_output_size
+from onnx_bcast.ops.common import OpSpec, check_numpy_rank, check_rank
 from onnx_bcast.ort import bridge
 from onnx_bcast.ort.bridge_types import BRIDGE_TYPE, bridge_signatures
 from onnx_bcast.ort.bridge_types import bridge_types as bridge_types
 from onnx_bcast.ort.bridge_types import elementwise_bridge_types as elementwise_bridge_types
+from onnx_bcast.ort.kernel_errors import ERROR_SHAPE_MARK as ERROR_SHAPE_MARK
+from onnx_bcast.ort.kernel_errors import failure_shape as failure_shape
+from onnx_bcast.ort.kernel_errors import guarded_run as guarded_run
+from onnx_bcast.ort.kernel_errors import output_limit, record
 from onnx_bcast.ort.kernel_plans import PLANS_PER_NODE, input_signature, output_plan
-from onnx_bcast.ort.process_state import record_error, state
+from onnx_bcast.ort.process_state import state
+from onnx_bcast.ort.shape_checks import broadcast_check, elementwise_check, rank_check
 
 PyCustomOpDef, get_library_path = extensions().PyCustomOpDef, extensions().get_library_path
-ERROR_SHAPE_MARK = 2  # the guarded status on failure is [ERROR_SHAPE_MARK, error_id]
 # A spec-form node in plain ORT could not fail a run cleanly (an exception in the bridge aborts the process), so it
 # would hand back an empty tensor on invalid input. Its registration requires this attribute, which no model has:
 # ORT refuses such a model when the session is made, quoting the name, which says what to do instead.
 REFUSAL_ATTR = "run_onnx_bcast_prepare_on_this_model_first"
 
-logger = logging.getLogger("onnx_bcast.ort")
 _I64 = PyCustomOpDef.dt_int64
 _ATTR_KIND = {"string": PyCustomOpDef.dt_string, "int": PyCustomOpDef.dt_int64}  # list attributes are not carried
 _GUARD_ATTRS = {"op": PyCustomOpDef.dt_string, "node": PyCustomOpDef.dt_string, "quiet": _I64,
                 "max_output_bytes": _I64}  # quiet=1: the caller raises the error; -1: the default limit
-guarded_run = threading.local()  # set by InferenceSession.run: errors are raised, not only logged
-
-
-def _limit(attrs: dict[str, Any]) -> int | None:
-    """The session's output limit from a guarded node (-1 or absent: the environment's or the default)."""
-    value = int(attrs.get("max_output_bytes", -1))
-    return None if value < 0 else value
 
 
 def _bridge_attrs(spec: OpSpec) -> dict[str, int]:
     return {a.name: _ATTR_KIND[a.kind] for a in spec.attrs if a.kind in _ATTR_KIND}
-
-
-def _log(error: BaseException, attrs: dict[str, Any]) -> None:
-    """A kernel error is logged unless the caller raises it (``InferenceSession``: ``quiet`` on the node).
-
-    The node attribute, not a thread-local, decides: under ORT's parallel execution mode kernels run on ORT's
-    pool threads, not on the thread that called ``run``.
-    """
-    if int(attrs.get("quiet", 0)) or getattr(guarded_run, "active", False):
-        logger.debug("%s", error)
-    else:
-        logger.error("%s", error)
-
-
-def _record(spec_name: str, mode: str, attrs: dict[str, Any], exc: BaseException, mode_attr: str = "mode") -> int:
-    """Keep a kernel's error (a BroadcastError naming the node) for the caller; returns its id."""
-    if isinstance(exc, BroadcastError):
-        error = exc.with_node(attrs.get("node") or exc.node)
-    else:
-        error = BroadcastError(attrs.get("op", spec_name), mode, f"kernel failed: {type(exc).__name__}: {exc}",
-                               attrs.get("node") or None, mode_attr=mode_attr)
-        error.__cause__ = exc
-    error_id = record_error(error)
-    if getattr(guarded_run, "active", False):
-        guarded_run.error_id = error_id  # the fallback when another node fails the run first
-    _log(error, attrs)
-    return error_id
 
 
 def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any]) -> Callable[..., Any]:
@@ -117,9 +81,9 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
                     check_numpy_rank(spec.name, str(spec.mode_of(attrs)), name, dims, f"{name} {fmt_shape(dims)}",
                                      spec.mode_attr)  # numpy 1: 32 dims
                     values[i] = np.broadcast_to(np.zeros((), np.bool_), dims)
-            out = spec.kernel(values, attrs, _limit(attrs))
+            out = spec.kernel(values, attrs, output_limit(attrs))
         except BaseException as exc:  # an exception here would abort the process: never let one through
-            error_id = _record(spec.name, str(spec.mode_of(attrs)), attrs, exc, spec.mode_attr)
+            error_id = record(spec.name, str(spec.mode_of(attrs)), attrs, exc, spec.mode_attr)
             empties = (np.zeros((0,), dtype=empty_dtype(inputs[0])),) * len(spec.outputs)
             if guarded:  # each output's status: a shape its empty stand-in cannot take
                 return (*empties, *[np.array([ERROR_SHAPE_MARK, error_id], dtype=np.int64)] * len(empties))
@@ -155,58 +119,6 @@ def _declare(domain: str, spec: OpSpec, guarded: bool) -> None:
                             _kernel(spec, guarded, lambda x, b=boolean_out: np.bool_ if b else x.dtype))
 
 
-def failure_shape(error_id: int, b_size: int) -> np.ndarray:
-    """A shape no tensor of ``b_size`` elements can take, carrying the error id: [2, id] (or [2, id, 3])."""
-    shape = [ERROR_SHAPE_MARK, error_id]
-    if b_size == ERROR_SHAPE_MARK * error_id:
-        shape.append(3)
-    return np.asarray(shape, dtype=np.int64)
-
-
-def elementwise_check(a_shape: np.ndarray, b_shape: np.ndarray, **attrs: Any) -> np.ndarray:
-    """The guarded check: the shape B takes so that numpy broadcasting applies the rule, or a failure shape."""
-    op = attrs.get("op", "Add")
-    a, b = tuple(int(v) for v in a_shape.tolist()), tuple(int(v) for v in b_shape.tolist())
-    try:
-        rule = canonical_rule(attrs.get("auto_broadcast", "numpy"), op)
-        axis = int(attrs.get("axis", -1))
-        out_shape = elementwise_shape(a, b, auto_broadcast=rule, axis=axis, op=op)
-        elem = int(attrs.get("elem_type", 0))
-        if elem:  # the standard op allocates the output: the memory guard applies before it does
-            check_output_size(op, rule, out_shape, helper.tensor_dtype_to_np_dtype(elem), _limit(attrs),
-                              mode_attr="auto_broadcast")
-        aligned = pdpd_alignment(a, b, axis, op) if rule == "pdpd" else b
-        if 0 in aligned and aligned != b and not int(attrs.get("allowzero", 1)):
-            # before opset 14 a 0 in Reshape's shape copies the input's dim: the first 0 becomes -1 (inferred as 0,
-            # B being empty) and any other a 1, which the op's broadcasting against A's 0 there makes 0 again
-            aligned = zeros_inferred_dims(aligned)
-        return np.asarray(aligned, dtype=np.int64)
-    except BaseException as exc:  # never let an exception reach the bridge: it would abort the process
-        if not isinstance(exc, BroadcastError):
-            exc = BroadcastError(op, str(attrs.get("auto_broadcast", "")),
-                                 f"shape check failed: {type(exc).__name__}: {exc}", mode_attr="auto_broadcast")
-        error_id = _record(op, str(attrs.get("auto_broadcast", "")), attrs, exc, "auto_broadcast")
-        return failure_shape(error_id, int(np.prod(b, dtype=object)) if b else 1)
-
-
-def rank_check(shape: np.ndarray, **attrs: Any) -> np.ndarray:
-    """The guarded check before a kernel's value input of a rank numpy may not hold (``RANK_CHECK``): ``shape``
-    itself, which the value is reshaped to (free), or a failure shape carrying the error id when the rank is over
-    64, or over what the installed numpy makes (numpy 1: 32 dims; the bridge would abort the process on such an
-    input)."""
-    op, mode, mode_attr = str(attrs.get("op", "")), str(attrs.get("mode", "")), str(attrs.get("mode_attr") or "mode")
-    dims = tuple(int(v) for v in shape.tolist())
-    try:
-        what = str(attrs.get("input") or "input")
-        shapes = f"{what} {fmt_shape(dims)}"
-        check_rank(op, mode, what, dims, shapes, mode_attr)
-        check_numpy_rank(op, mode, what, dims, shapes, mode_attr)
-        return np.asarray(dims, dtype=np.int64)
-    except BaseException as exc:  # never let an exception reach the bridge: it would abort the process
-        error_id = _record(op, mode, attrs, exc, mode_attr)
-        return failure_shape(error_id, int(np.prod(dims, dtype=object)) if dims else 1)
-
-
 def register() -> None:
     """Register every op with onnxruntime-extensions, exactly once per process (reload-safe)."""
     st = state()
@@ -223,6 +135,10 @@ def register() -> None:
                        "elem_type": _I64}
         bridge.declare(f"{GUARDED_DOMAIN}::{ELEMENTWISE_CHECK}", [_I64, _I64], [_I64], check_attrs,
                             lambda inputs, attrs: elementwise_check(*inputs, **attrs))
+        broadcast_attrs = {**_GUARD_ATTRS, "mode": PyCustomOpDef.dt_string, "axis": _I64, "allowzero": _I64,
+                           "elem_type": _I64}
+        bridge.declare(f"{GUARDED_DOMAIN}::{BROADCAST_CHECK}", [_I64, _I64, _I64], [_I64, _I64], broadcast_attrs,
+                       lambda inputs, attrs: broadcast_check(*inputs, attrs))
         rank_attrs = {"op": PyCustomOpDef.dt_string, "node": PyCustomOpDef.dt_string, "quiet": _I64,
                       "mode": PyCustomOpDef.dt_string, "mode_attr": PyCustomOpDef.dt_string,
                       "input": PyCustomOpDef.dt_string}

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import functools
 
-from onnx import helper
+from onnx import TensorProto, helper
 
 from onnx_bcast.converters.elementwise import ElementwiseRule
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.lowering.binding import Bound
 from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.lowering.rules import RuleSet
-from onnx_bcast.onnx_defs.schemas import ELEMENTWISE_CHECK, GUARDED_DOMAIN, RANK_CHECK
+from onnx_bcast.onnx_defs.schemas import BROADCAST_CHECK, ELEMENTWISE_CHECK, GUARDED_DOMAIN, RANK_CHECK
 from onnx_bcast.ops import OP_SPECS
 from onnx_bcast.ops.broadcast import MODES
 from onnx_bcast.ops.common import MAX_RANK, NUMPY_MAX_DIMS
@@ -20,6 +20,12 @@ from onnx_bcast.ops.memory_guard import check_output_size
 from onnx_bcast.ort.tensor_types import carrier_problem, carrier_type, native_elementwise_runs, type_name
 
 DEFAULT_OPSET = 13  # for a model that imports no default-domain opset
+#: data types whose broadcast ORT's own Expand moves (``CheckedBroadcast``); the numpy kernel moves any other
+EXPAND_TYPES = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BOOL,
+                          TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64,
+                          TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64})
+#: the ops ``CheckedBroadcast`` takes: data, target_shape, axes_mapping
+EXPANDED_OPS = ("Broadcast", "Expand")
 
 
 def _limit_attr(max_output_bytes: int | None) -> int:
@@ -107,6 +113,42 @@ class GuardedKernel:
                 emit.reshape(raw, status, out, may_hold_zero=False)
 
 
+class CheckedBroadcast:
+    """``Broadcast/Expand(x, s, a) -> Expand(Reshape(x, aligned), out)``, where ``(aligned, out)`` is
+    ``BroadcastCheck<onnx_bcast.ort>(Shape(x), int64(s), int64(a))``.
+
+    The check runs the op's numpy kernel on a zero-copy stand-in of ``x``'s shape and dtype (every rule and limit,
+    the same errors) and gives the shape ``x`` takes for ONNX's ``Expand`` and the output shape, or a failure shape
+    ``x`` cannot take (carrying the error id), so that the ``Reshape`` fails the run right after the check. ORT's
+    ``Expand`` then writes the output once; no data passes through Python. A data type ORT's ``Expand`` lacks, or
+    one not known, runs the guarded kernel (``GuardedKernel``), which moves the data itself.
+    """
+
+    def __init__(self, op: str, mode: str, quiet: bool, max_output_bytes: int | None) -> None:
+        self.op, self.mode = op, mode
+        self.quiet, self.max_output_bytes = int(quiet), max_output_bytes
+        self.kernel = GuardedKernel(op, mode, quiet, max_output_bytes)
+
+    def check(self, bound: Bound) -> str | None:
+        return None
+
+    def rewrite(self, emit: Emitter, bound: Bound) -> None:
+        elem = bound.types[0]
+        if elem not in EXPAND_TYPES or emit.opset < 8:
+            self.kernel.rewrite(emit, bound)
+            return
+        data, target, axes = (list(bound.inputs) + ["", ""])[:3]
+        shapes = [name if not name or bound.is_int64(i) else emit.cast_i64(name)
+                  for i, name in ((1, target), (2, axes))]
+        aligned, out = emit.custom(BROADCAST_CHECK, GUARDED_DOMAIN,
+                                   [emit.shape(data), shapes[0], shapes[1] or emit.const_i64((), "no_axes")],
+                                   [None, None], op=self.op, node=bound.label, quiet=self.quiet,
+                                   mode=str(bound.attrs["mode"]), axis=int(bound.attrs["axis"]),
+                                   allowzero=int(emit.allowzero), elem_type=elem,
+                                   max_output_bytes=_limit_attr(self.max_output_bytes))
+        emit.expand(emit.reshape(data, aligned, may_hold_zero=emit.allowzero), out, bound.output)
+
+
 class CheckedElementwise:
     """``Op<auto_broadcast>(A, B) -> Op(A, Reshape(B, ElementwiseCheck<onnx_bcast.ort>(Shape(A), Shape(B))))``.
 
@@ -170,6 +212,9 @@ def ort_rule_set(quiet: bool = False, max_output_bytes: int | None = None) -> Ru
         if spec.family == "elementwise":
             for mode in AUTO_BROADCAST_RULES:
                 rules[(spec.name, mode)] = CheckedElementwise(spec.name, mode, quiet, max_output_bytes)
+        elif spec.name in EXPANDED_OPS:
+            for mode in MODES:
+                rules[(spec.name, mode)] = CheckedBroadcast(spec.name, mode, quiet, max_output_bytes)
         else:
             modes = {"mode": MODES, "auto_broadcast": AUTO_BROADCAST_RULES}[spec.mode_attr]
             for mode in modes if spec.mode_attr in spec.defaults() else ("",):
