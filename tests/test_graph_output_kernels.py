@@ -107,8 +107,16 @@ def test_one_node_planned_per_signature_gives_each_signature_its_own_output() ->
             np.testing.assert_array_equal(got, want)
 
 
-def test_a_planned_signature_still_sees_a_changed_output_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("mover", ["kernel", "Expand"])
+def test_a_planned_signature_still_sees_a_changed_output_limit(mover: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel's plans and ``BroadcastCheck``'s remembered shapes alike."""
+    if mover == "Expand":
+        from onnx_bcast.ort import rule_set
+
+        monkeypatch.setattr(rule_set, "EXPAND_TYPES", frozenset({F32}))
     session = onnx_bcast.InferenceSession(_model())
+    python_ops = {n.op_type for n in session.prepared_model.graph.node if n.domain == "onnx_bcast.ort"}
+    assert python_ops == ({"BroadcastCheck"} if mover == "Expand" else {"Broadcast"})
     feed = {"x": np.arange(3, dtype=np.float32), "t": np.array([4, 3], np.int64)}
     for _ in range(3):  # planned by now
         np.testing.assert_array_equal(session.run(None, feed)[0], np.broadcast_to(feed["x"], (4, 3)))
