@@ -2,7 +2,11 @@
 time (a new process, as a user runs it) and the written model's per-call time in ONNX Runtime against the original
 ONNX model's (ratio: median over interleaved rounds; goal of issue 31: at most 1.05x).
 
-    .venv/bin/python bench/bench_from_ir.py [--models a,b] [--rounds 15] [--threads 1] [--json OUT]
+    .venv/bin/python bench/bench_from_ir.py [--models a,b] [--rounds 15] [--threads 1] [--json OUT] [--against-bare]
+
+``--against-bare`` compares the written model with the same IR written without run-time checks
+(``ir_to_onnx(xml, guards=False)``) instead of the original: what the checks cost per call (goal of issue 32: at
+most 1.03x), with both models' node counts.
 
 Each round times ``--calls`` runs of the original, then of the written model (the order alternates between rounds,
 so that a machine slowing down for a while weighs on both); a round's ratio is written/original of the per-call
@@ -26,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from real_models import CorpusModel, by_name, child_env, ir_path, onnx_path  # noqa: E402
 
 GOAL_RATIO = 1.05
+GOAL_AGAINST_BARE = 1.03
 
 
 def from_ir(xml: Path, output: Path) -> tuple[float, int, str]:
@@ -86,7 +91,22 @@ def per_call_ratio(original: Path, written: Path, model: CorpusModel, rounds: in
             "ratio_min": min(ratios), "ratio_max": max(ratios)}
 
 
-def bench_model(model: CorpusModel, rounds: int, threads: int, calls: int | None, folder: Path) -> dict:
+def _bare(xml: Path, written: Path, folder: Path, found: dict) -> Path:
+    """The IR written without run-time checks, beside ``written``; both node counts into ``found``."""
+    import onnx
+
+    import onnx_bcast
+    from onnx_bcast.onnxifier import ir_to_onnx
+
+    bare = folder / f"{written.stem}.bare.onnx"
+    onnx_bcast.save_model(ir_to_onnx(xml, guards=False), bare)
+    found["nodes_guarded"] = len(onnx.load(written, load_external_data=False).graph.node)
+    found["nodes_bare"] = len(onnx.load(bare, load_external_data=False).graph.node)
+    return bare
+
+
+def bench_model(model: CorpusModel, rounds: int, threads: int, calls: int | None, folder: Path,
+                against_bare: bool = False) -> dict:
     source, xml = onnx_path(model), ir_path(model)
     written = folder / f"{model.name}.onnx"
     seconds, exit_code, message = from_ir(xml, written)
@@ -94,6 +114,8 @@ def bench_model(model: CorpusModel, rounds: int, threads: int, calls: int | None
     if exit_code != 0:
         return found
     try:
+        if against_bare:
+            source = _bare(xml, written, folder, found)
         found.update(per_call_ratio(source, written, model, rounds, threads, calls))
     except Exception as err:  # noqa: BLE001 - reported: ORT refuses the written model or its run
         found["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"
@@ -107,31 +129,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, help="runs per round and model (default: about 0.2 s of the original)")
     parser.add_argument("--threads", type=int, default=1, help="ORT intra-op threads (default: 1)")
     parser.add_argument("--json", help="write every measurement to this file")
+    parser.add_argument("--against-bare", action="store_true",
+                        help="compare with the IR written without run-time checks instead of the original")
     args = parser.parse_args(argv)
+    goal = GOAL_AGAINST_BARE if args.against_bare else GOAL_RATIO
+    base = "bare" if args.against_bare else "original"
     logging.basicConfig(level=logging.WARNING)
     import onnxruntime
 
     onnxruntime.set_default_logger_severity(3)
     print(f"onnxruntime {onnxruntime.__version__}, {args.rounds} rounds, {args.threads} thread(s); "
-          f"goal: written/original per call <= {GOAL_RATIO}")
-    print(f"{'model':20} {'from-ir s':>9} {'original ms':>11} {'written ms':>10} {'ratio':>6} {'range':>13}")
+          f"goal: written/{base} per call <= {goal}")
+    print(f"{'model':20} {'from-ir s':>9} {base + ' ms':>11} {'written ms':>10} {'ratio':>6} {'range':>13}"
+          + ("  nodes written/bare" if args.against_bare else ""))
     results = []
     with tempfile.TemporaryDirectory() as folder:
         for model in by_name(args.models):
-            found = bench_model(model, args.rounds, args.threads, args.calls, Path(folder))
+            found = bench_model(model, args.rounds, args.threads, args.calls, Path(folder), args.against_bare)
             results.append(found)
             if "ratio" in found:
+                nodes = f"  {found['nodes_guarded']}/{found['nodes_bare']}" if "nodes_bare" in found else ""
                 print(f"{model.name:20} {found['from_ir_s']:9.2f} {found['original_ms']:11.3f} "
                       f"{found['written_ms']:10.3f} {found['ratio']:6.3f} "
-                      f"{found['ratio_min']:6.3f}-{found['ratio_max']:<6.3f}", flush=True)
+                      f"{found['ratio_min']:6.3f}-{found['ratio_max']:<6.3f}{nodes}", flush=True)
             else:
                 why = found.get("error") or f"exit {found['from_ir_exit']}: {found['from_ir_message']}"
                 print(f"{model.name:20} {found['from_ir_s']:9.2f} {why}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     timed = [r for r in results if "ratio" in r]
-    print(f"{len(timed)} of {len(results)} written models timed; within {GOAL_RATIO}x: "
-          f"{sum(1 for r in timed if r['ratio'] <= GOAL_RATIO)}")
+    print(f"{len(timed)} of {len(results)} written models timed; within {goal}x: "
+          f"{sum(1 for r in timed if r['ratio'] <= goal)}")
     return 0
 
 

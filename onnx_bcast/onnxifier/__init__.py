@@ -46,9 +46,9 @@ def ir_to_onnx(xml: str | os.PathLike, *, keep_ops: bool = False, guards: bool =
     checks at run time what is not proven statically (``convert``'s guards); ``pythondiv``: what integer
     ``Divide m_pythondiv=true`` means, ``"cpu"`` (OpenVINO's CPU plugin, the default: truncation, which its ONNX,
     Paddle and JAX frontends mean by it; floor under pdpd broadcasting) or ``"reference"`` (its reference kernels:
-    floor); a division by ``Power(2, s)`` (ONNX ``BitShift``) floors either way. ``optimize``: run onnxifier's
-    default passes after its frontend, as ``onnxifier.convert`` does, but for ``half_to_float`` (float16 stays
-    float16). Input files are only read.
+    floor); a division or product by ``Power(2, s)`` (ONNX ``BitShift``) is ONNX's shift either way.
+    ``optimize``: run onnxifier's default passes after its frontend, as ``onnxifier.convert`` does, but for
+    ``half_to_float`` (float16 stays float16). Input files are only read.
     """
     path = Path(xml)
     if not path.is_file():

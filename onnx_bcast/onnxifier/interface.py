@@ -70,7 +70,12 @@ def match_interface(model: onnx.ModelProto, interface: Interface) -> list[str]:
     problems: list[str] = []
     used = {name for g in (graph, *subgraphs(graph)) for node in g.node for name in (*node.input, *node.output)} | {
         info.name for info in (*graph.input, *graph.output, *graph.initializer)}
-    for kind, ports, infos in (("input", interface.inputs, graph.input), ("output", interface.outputs, graph.output)):
+    # an IR output that is an input (no op between them) has one tensor name, which ONNX cannot give two values: the
+    # input is named after its Parameter layer (the name the model had before OpenVINO folded the ops away)
+    passed_through = {port.name for port in interface.inputs} & {port.name for port in interface.outputs}
+    inputs = tuple(Port(port.layer, port.layer, port.elem, port.shape) if port.name in passed_through else port
+                   for port in interface.inputs)
+    for kind, ports, infos in (("input", inputs, graph.input), ("output", interface.outputs, graph.output)):
         by_layer = {_PORT_SUFFIX.sub("", info.name): info for info in infos}
         ordered, names = [], set()
         for port in ports:

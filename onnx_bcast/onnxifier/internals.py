@@ -88,8 +88,7 @@ def _ir_node(graph: Any, rewriter: Any, node: onnx.NodeProto, attrs: dict[str, s
 
 def our_nodes(graph: Any, node: onnx.NodeProto, options: dict[str, Any], rewriter: Any = None
               ) -> list[onnx.NodeProto] | None:
-    """The nodes that replace an IR node of a type we map (the last one takes its name), else None. An owned
-    translation that cannot express the node records why in ``options["refused"]`` and keeps the IR node."""
+    """An IR node's replacement (the last node takes its name), else None; a refusal goes to ``options``."""
     attrs = ir_attributes(node)
     version = attrs.pop("version", "")
     if node.op_type == "Broadcast":
@@ -141,8 +140,8 @@ class _Ours(BaseNodeConversion):
 
 
 def _named_failures(original: type, pass_name: str) -> type:
-    """onnxifier's pass ``original``, whose failure on a node becomes a refusal naming that IR op (its class name
-    is kept: onnxifier matches nodes by it); ``mending.MENDED_FIRST`` mends its node first."""
+    """onnxifier's pass ``original`` (its class name kept: onnxifier matches by it), its node mended first
+    (``MENDED_FIRST``), a failure on it a refusal naming that IR op."""
     mend = MENDED_FIRST.get(pass_name)
 
     def replace(self: Any, graph: Any, ori_node: onnx.NodeProto) -> onnx.NodeProto:
@@ -225,9 +224,8 @@ def installed(options: dict[str, Any], lower: Callable[[onnx.ModelProto], onnx.M
 
 
 def unreadable(path: str) -> list[str]:
-    """The IR's layers onnxifier's reader cannot read, one line each (it fails on them with a bare KeyError or
-    ModuleNotFoundError): element types it has no name for (float8, 4-bit, strings), bfloat16 constants without
-    torch, which it reads them with. Only the .xml is read."""
+    """The IR's layers onnxifier's reader fails on, one line each (element types it has no name for, bfloat16
+    constants without torch, Parameters of dynamic rank); only the .xml is read."""
     from xml.etree import ElementTree
 
     from onnxifier.domain.intel.openvino.ir.mapping import ETYPE2DTYPE, PREC2DTYPE
@@ -244,6 +242,8 @@ def unreadable(path: str) -> list[str]:
             lines.append(f"{label}: element type {', '.join(sorted(bad))}, which onnxifier's IR reader cannot read")
         elif layer.get("type") == "Const" and element_type == "bf16" and not torch:
             lines.append(f"{label}: a bfloat16 constant: onnxifier reads those with torch, which is not installed")
+        elif layer.get("type") == "Parameter" and data is not None and "..." in (data.get("shape") or ""):
+            lines.append(f"{label}: a dynamic rank, which onnxifier's IR reader cannot read")
     return lines
 
 
