@@ -116,7 +116,7 @@ def test_a_planned_signature_still_sees_a_changed_output_limit(mover: str, monke
         monkeypatch.setattr(rule_set, "EXPAND_TYPES", frozenset({F32}))
     session = onnx_bcast.InferenceSession(_model())
     python_ops = {n.op_type for n in session.prepared_model.graph.node if n.domain == "onnx_bcast.ort"}
-    assert python_ops == ({"BroadcastCheck"} if mover == "Expand" else {"Broadcast"})
+    assert ("BroadcastCheck" in python_ops, "Broadcast" in python_ops) == (mover == "Expand", mover == "kernel")
     feed = {"x": np.arange(3, dtype=np.float32), "t": np.array([4, 3], np.int64)}
     for _ in range(3):  # planned by now
         np.testing.assert_array_equal(session.run(None, feed)[0], np.broadcast_to(feed["x"], (4, 3)))
