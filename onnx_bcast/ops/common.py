@@ -157,6 +157,21 @@ def check_numpy_rank(op: str, mode: str, what: str, shape: Shape, shapes: str | 
                                        f"numpy 2 needed for rank {len(shape)}; {shapes}", mode_attr=mode_attr)
 
 
+def check_array_rank(op: str, mode: str, what: str, dims: Shape, mode_attr: str = "mode") -> None:
+    """``check_rank`` and ``check_numpy_rank`` of an input a numpy kernel takes as an array (``what (dims)``)."""
+    shapes = f"{what} {fmt_shape(dims)}"
+    check_rank(op, mode, what, dims, shapes, mode_attr)
+    check_numpy_rank(op, mode, what, dims, shapes, mode_attr)
+
+
+def shape_stand_in(op: str, mode: str, what: str, dims: Shape, dtype: Any = np.bool_, mode_attr: str = "mode"
+                   ) -> np.ndarray:
+    """A zero-copy array of ``dims`` for a kernel that reads only the shape of ``what``, once its rank passes
+    ``check_array_rank``."""
+    check_array_rank(op, mode, what, dims, mode_attr)
+    return np.broadcast_to(np.zeros((), dtype), dims)
+
+
 MAX_ELEMENTS = 2**60 - 1  # the widest element (8 bytes) times this still fits int64: numpy and ORT size arithmetic
 
 

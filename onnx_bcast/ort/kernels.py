@@ -19,11 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from onnx_bcast.errors import fmt_shape
 from onnx_bcast.model.ort_import import extensions
 from onnx_bcast.onnx_defs.schemas import BROADCAST_CHECK, DOMAIN, ELEMENTWISE_CHECK, GUARDED_DOMAIN, RANK_CHECK
 from onnx_bcast.ops import OP_SPECS
-from onnx_bcast.ops.common import OpSpec, check_numpy_rank, check_rank
+from onnx_bcast.ops.common import OpSpec, shape_stand_in
 from onnx_bcast.ort import bridge
 from onnx_bcast.ort.bridge_types import BRIDGE_TYPE, bridge_signatures
 from onnx_bcast.ort.bridge_types import bridge_types as bridge_types
@@ -73,14 +72,9 @@ def _kernel(spec: OpSpec, guarded: bool, empty_dtype: Callable[[np.ndarray], Any
             values: Any = inputs
             if shape_only:  # the guarded form passes Shape(input): a zero-copy stand-in of that shape
                 values = list(inputs)
-                for i in shape_only:
-                    dims = tuple(int(d) for d in inputs[i].tolist())
-                    name = spec.inputs[i].name  # numpy makes no stand-in past 64 dims: say so as every rule does
-                    check_rank(spec.name, str(spec.mode_of(attrs)), name, dims, f"{name} {fmt_shape(dims)}",
-                               spec.mode_attr)
-                    check_numpy_rank(spec.name, str(spec.mode_of(attrs)), name, dims, f"{name} {fmt_shape(dims)}",
-                                     spec.mode_attr)  # numpy 1: 32 dims
-                    values[i] = np.broadcast_to(np.zeros((), np.bool_), dims)
+                for i in shape_only:  # numpy makes no stand-in past 64 dims (numpy 1: 32): said as every rule does
+                    values[i] = shape_stand_in(spec.name, str(spec.mode_of(attrs)), spec.inputs[i].name,
+                                               tuple(int(d) for d in inputs[i].tolist()), mode_attr=spec.mode_attr)
             out = spec.kernel(values, attrs, output_limit(attrs))
         except BaseException as exc:  # an exception here would abort the process: never let one through
             error_id = record(spec.name, str(spec.mode_of(attrs)), attrs, exc, spec.mode_attr)

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 from onnx import helper
 
-from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.broadcast import aligned_shape, canonical_mode
 from onnx_bcast.ops.broadcast_modes import MODE_BY_NAME
-from onnx_bcast.ops.common import check_numpy_rank, check_rank, zeros_inferred_dims
+from onnx_bcast.ops.common import check_array_rank, shape_stand_in, zeros_inferred_dims
 from onnx_bcast.ops.elementwise import canonical_rule, elementwise_shape, pdpd_alignment
 from onnx_bcast.ops.memory_guard import check_output_size, environment_text
 from onnx_bcast.ort.kernel_errors import failure_shape, output_limit, record
@@ -62,11 +62,8 @@ def broadcast_check(data_shape: np.ndarray, target: np.ndarray, axes: np.ndarray
     spec = SPEC_BY_NAME.get(op)
     dims = tuple(int(v) for v in data_shape.tolist())
     try:
-        shapes, mode_attr = f"data {fmt_shape(dims)}", spec.mode_attr
-        check_rank(op, mode, "data", dims, shapes, mode_attr)
-        check_numpy_rank(op, mode, "data", dims, shapes, mode_attr)  # a numpy stand-in: numpy 1 makes 32 dims
         dtype = helper.tensor_dtype_to_np_dtype(int(attrs.get("elem_type") or 1))
-        stand_in = np.broadcast_to(np.zeros((), dtype), dims)
+        stand_in = shape_stand_in(op, mode, "data", dims, dtype, spec.mode_attr)
         canon = canonical_mode(mode, op)
         given = axes if axes.size or MODE_BY_NAME[canon].uses_axes_mapping else None  # empty: absent
         out = spec.kernel([stand_in, target, given], attrs, output_limit(attrs)).shape
@@ -102,10 +99,7 @@ def rank_check(shape: np.ndarray, **attrs: Any) -> np.ndarray:
     op, mode, mode_attr = str(attrs.get("op", "")), str(attrs.get("mode", "")), str(attrs.get("mode_attr") or "mode")
     dims = tuple(int(v) for v in shape.tolist())
     try:
-        what = str(attrs.get("input") or "input")
-        shapes = f"{what} {fmt_shape(dims)}"
-        check_rank(op, mode, what, dims, shapes, mode_attr)
-        check_numpy_rank(op, mode, what, dims, shapes, mode_attr)
+        check_array_rank(op, mode, str(attrs.get("input") or "input"), dims, mode_attr)
         return np.asarray(dims, dtype=np.int64)
     except BaseException as exc:  # never let an exception reach the bridge: it would abort the process
         error_id = record(op, mode, attrs, exc, mode_attr)
