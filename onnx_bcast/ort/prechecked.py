@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from onnx import ModelProto, helper, numpy_helper
+from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 from onnx_bcast.converters import BARE
-from onnx_bcast.lowering.declaring import DOMAIN, declare
+from onnx_bcast.lowering.declaring import DOMAIN, Declared, declare
 from onnx_bcast.lowering.engine import lower
 from onnx_bcast.model.ort_import import onnxruntime
 from onnx_bcast.model.tensor_walk import external_tensors
@@ -38,7 +38,8 @@ _MAX_SIGNATURES = 1024  # input signatures proven valid, kept per session
 
 @dataclass(frozen=True)
 class _Operand:
-    """One input of a node of ours: a graph input (by position) or an initializer's shape and value."""
+    """One input of a node of ours: a graph input (by position), or an initializer's shape and, where the rule reads
+    it as a value, its value."""
 
     feed: int | None
     shape: tuple[int, ...] | None = None
@@ -79,7 +80,7 @@ class Prechecked:
         rules = _rules(model)
         if rules is None:
             return None
-        initializers = {t.name for t in model.graph.initializer}
+        initializers = {t.name: t for t in model.graph.initializer}
         inputs = []
         for value in model.graph.input:
             if value.name in initializers:
@@ -95,7 +96,7 @@ class Prechecked:
                 d.dim_value if d.HasField("dim_value") else d.dim_param or None for d in tensor.shape.dim)
             inputs.append((value.name, dtype, dims))
         positions = {name: k for k, (name, _, _) in enumerate(inputs)}
-        placed = [_placed(rule, positions, model) for rule in rules]
+        placed = [_placed(declared, positions, initializers) for declared in rules]
         if any(rule is None for rule in placed):
             return None
         try:
@@ -166,44 +167,40 @@ def _applies(model: ModelProto, options: Any, providers: Sequence[Any]) -> bool:
         return False  # another provider takes the guarded model as it is
     if options is not None and (options.optimized_model_filepath or options.enable_profiling):
         return False  # one file or profile per session, as the user asked
-    if any(True for _ in external_tensors(model)) or model.ByteSize() > MAX_MODEL_BYTES:
+    if external_tensors(model) or model.ByteSize() > MAX_MODEL_BYTES:
         return False
     lists = list(node_lists(model))
     return all(node.domain != DOMAIN for entry in lists[1:] for node in entry.container.node)
 
 
-def _rules(model: ModelProto) -> list[tuple[Any, list[str]]] | None:
-    """Each node of ours in the main graph, declared, with its padded inputs; None if one cannot be declared."""
+def _rules(model: ModelProto) -> list[Declared] | None:
+    """Each node of ours in the main graph, declared (inputs padded); None if one cannot be declared."""
     found = []
     for index, node in enumerate(model.graph.node):
         if node.domain != DOMAIN:
             continue
         try:
-            declared = declare(node, index)
+            found.append(declare(node, index))
         except Exception:  # noqa: BLE001 - the guarded session says what is wrong with it
             return None
-        found.append((declared, declared.inputs))
     return found
 
 
-def _placed(found: tuple[Any, list[str]], positions: dict[str, int], model: ModelProto) -> _Rule | None:
+def _placed(declared: Declared, positions: dict[str, int], initializers: dict[str, TensorProto]) -> _Rule | None:
     """A node's operands as graph inputs or initializers; None where one is made by a node."""
-    declared, names = found
-    initializers = {t.name: t for t in model.graph.initializer}
+    read = tuple(formal.type_param == "T_SHAPE" for formal in declared.spec.inputs)
     operands: list[_Operand | None] = []
-    for name in names:
+    for name, value_read in zip(declared.inputs, read, strict=True):
         if not name:
             operands.append(None)
         elif name in positions:
             operands.append(_Operand(positions[name]))
         elif name in initializers:
             tensor = initializers[name]
-            value = numpy_helper.to_array(tensor) if declared.spec.inputs[len(operands)].type_param == "T_SHAPE" \
-                else np.empty((0,), np.int8)  # a stand-in: only its shape is read
-            operands.append(_Operand(None, tuple(int(d) for d in tensor.dims), value))
+            operands.append(_Operand(None, tuple(int(d) for d in tensor.dims),
+                                     numpy_helper.to_array(tensor) if value_read else None))
         else:
             return None
-    read = tuple(formal.type_param == "T_SHAPE" for formal in declared.spec.inputs)
     return _Rule(declared.spec, declared.attrs, tuple(operands), read)
 
 
@@ -213,14 +210,16 @@ def _holds(rule: _Rule, arrays: list[np.ndarray]) -> bool:
     values: list[np.ndarray | None] = []
     for operand, read in zip(rule.operands, rule.values_read, strict=True):
         if operand is None:
-            shapes.append(None)
-            values.append(None)
-            continue
-        array = arrays[operand.feed] if operand.feed is not None else operand.value
-        if read and (array.ndim != 1 or array.dtype.kind not in "iu"):
+            shape, value = None, None
+        elif operand.feed is None:
+            shape, value = operand.shape, operand.value
+        else:
+            array = arrays[operand.feed]
+            shape, value = array.shape, array if read else None
+        if value is not None and (value.ndim != 1 or value.dtype.kind not in "iu"):
             return False
-        shapes.append(tuple(array.shape) if operand.feed is not None else operand.shape)
-        values.append(array if read else None)
+        shapes.append(shape)
+        values.append(value)
     while shapes and shapes[-1] is None and values[-1] is None:  # the rules take inputs up to the last present
         shapes.pop()
         values.pop()
