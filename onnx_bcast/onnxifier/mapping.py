@@ -8,6 +8,7 @@ import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.onnxifier.refusals import ir_flag
 from onnx_bcast.ops.elementwise import NO_RUNTIME_KERNEL, SIGNED_INTEGERS, canonical_rule
 
 DOMAIN = "onnx_bcast"
@@ -53,10 +54,6 @@ def _axis(attrs: dict[str, str], op: str, rule: str) -> int:
     return -1
 
 
-def _bool(value: str) -> bool:
-    return str(value).strip().lower() in ("true", "1")
-
-
 def broadcast(name: str, inputs: Sequence[str], outputs: Sequence[str], attrs: dict[str, str],
               version: str) -> list[NodeProto]:
     """Broadcast-1/-3 in every mode (Broadcast-1's ``none`` is explicit) -> ``onnx_bcast.Broadcast``."""
@@ -87,7 +84,7 @@ def binary(op_type: str, name: str, inputs: Sequence[str], outputs: Sequence[str
     elem = elem_type(a)
     shift = power_of_two(b) if op_type in ("Divide", "Multiply") and power_of_two is not None else None
     if op_type == "Divide":
-        floor = _bool(attrs.get("m_pythondiv", "true")) and (pythondiv == "reference" or rule == "pdpd"
+        floor = ir_flag(attrs.get("m_pythondiv", "true")) and (pythondiv == "reference" or rule == "pdpd"
                                                             or shift is not None)
         extra = {"pythondiv": 1} if floor and elem in SIGNED_INTEGERS else {}
         if floor and not elem:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import onnx
 from onnx import helper
 
-from onnx_bcast.onnxifier.refusals import ir_attributes
+from onnx_bcast.onnxifier.refusals import ir_attributes, ir_flag
 
 
 def _interpolate_attributes(node: onnx.NodeProto) -> str | None:
@@ -16,7 +16,7 @@ def _interpolate_attributes(node: onnx.NodeProto) -> str | None:
     which no IR writes: it wrote ONNX's default -0.75 for every cubic resize), as a float; a reason to refuse
     ``antialias``, which that pass drops."""
     attrs = ir_attributes(node)
-    if attrs.get("antialias", "false").strip().lower() in ("true", "1"):
+    if ir_flag(attrs.get("antialias", "false")):
         return "antialias is not carried to ONNX's Resize by onnxifier's interpolate pass"
     if "cube_coeff" in attrs:
         kept = [a for a in node.attribute if a.name != "cubic_coeff"]

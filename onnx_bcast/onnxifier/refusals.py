@@ -25,6 +25,11 @@ def ir_attributes(node: onnx.NodeProto) -> dict[str, str]:
     return values
 
 
+def ir_flag(value: str) -> bool:
+    """An IR boolean attribute (a string, as onnxifier's reader keeps it): ``true`` or ``1``."""
+    return str(value).strip().lower() in ("true", "1")
+
+
 def record(options: dict[str, Any], node: onnx.NodeProto, line: str) -> onnx.NodeProto:
     """Note ``line`` against ``node`` (an IR node), which is kept; the conversion stops after the last op pass with
     every such line (``NotExpressible``), and later passes leave the node alone."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 
-from onnx_bcast.onnxifier.refusals import op_label
+from onnx_bcast.onnxifier.refusals import ir_flag, op_label
 
 
 class Unsupported(ValueError):
@@ -43,7 +43,7 @@ class IrNode:
 
     def flag(self, key: str, default: bool = False) -> bool:
         value = self.attrs.get(key)
-        return default if value is None else value.strip().lower() in ("true", "1")
+        return default if value is None else ir_flag(value)
 
     def ints(self, key: str) -> list[int]:
         value = self.attrs.get(key, "").strip()
