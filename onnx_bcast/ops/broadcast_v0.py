@@ -118,6 +118,26 @@ def _v0_static(shapes: list[Shape | None], values: list[np.ndarray | None], attr
     return broadcast_v0_shape(shapes[0], shape, axes)
 
 
+def _v0_output_shapes(shapes: list[Shape | None], values: list[np.ndarray | None], attrs: dict[str, Any]
+                      ) -> tuple[Shape | None]:
+    """For shape inference: the output is ``shape`` whenever the node succeeds, so it is known where ``arg``'s
+    shape is not (a stale declared output is then retracted, ``model.claims``); ``shape`` and ``broadcast_axes``
+    are validated on their own (else unknown: the rule says why where it is checked)."""
+    static = _v0_static(shapes, values, attrs)
+    if static is not None:
+        return (static,)
+    shape = list_value(values, len(shapes), 1, attrs["shape"])
+    axes = list_value(values, len(shapes), 2, attrs["broadcast_axes"])
+    if shape is None or axes is None:
+        return (None,)
+    try:
+        out = [int(t) for t in np.asarray(shape).reshape(-1)]
+        new = [int(a) for a in np.asarray(axes).reshape(-1)]
+        return (broadcast_v0_shape([t for i, t in enumerate(out) if i not in new], out, new),)
+    except (BroadcastError, ValueError, TypeError):
+        return (None,)
+
+
 def _like_kernel(inputs: list[np.ndarray | None], attrs: dict[str, Any], max_output_bytes: int | None = None
                  ) -> np.ndarray:
     axes = inputs[2] if len(inputs) > 2 and inputs[2] is not None else attrs["initial_broadcast_axes"]
@@ -148,6 +168,7 @@ BROADCAST_V0 = OpSpec(
     output_type_param="T",
     kernel=_v0_kernel,
     static_shape=_v0_static,
+    output_shapes=_v0_output_shapes,
 )
 
 BROADCAST_LIKE_V0 = OpSpec(
