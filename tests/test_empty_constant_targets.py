@@ -103,3 +103,38 @@ def test_symbolic_shape_inference_reads_an_empty_static_output(target: tuple[int
     inferred = tools.symbolic_shape_infer(onnx_bcast.convert(model), False, tmp_path)
     np.testing.assert_array_equal(tools.ort_run(inferred, {"x": np.array([7], np.int8)})[0],
                                   np.broadcast_to(np.array([7], np.int8), target), strict=True)
+
+
+LEVELS = ["ort_disabled", "ort_basic", "ort_extended", "ort_all"]
+
+
+def _aligned_model(target: tuple[int, ...], opset: int) -> onnx.ModelProto:
+    """Broadcast explicit of x [D1] int8 to a constant ``target`` with axes_mapping [0]: an ``Unsqueeze`` puts
+    known 1s where ``target`` has its 0s."""
+    inits = [numpy_helper.from_array(np.array(target, np.int64), "target"),
+             numpy_helper.from_array(np.array([0], np.int64), "axes")]
+    node = helper.make_node("Broadcast", ["x", "target", "axes"], ["b"], domain="onnx_bcast", name="bc",
+                            mode="explicit")
+    graph = helper.make_graph([node, helper.make_node("Identity", ["b"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.INT8, ["D1"])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, None)], inits)
+    return helper.make_model(graph, ir_version=7, opset_imports=[helper.make_opsetid("", opset),
+                                                                helper.make_opsetid("onnx_bcast", 1)])
+
+
+@pytest.mark.parametrize("opset", [9, 18])
+@pytest.mark.parametrize("target", [(1, 0), (1, 1, 0), (1, 0, 0)], ids=str)
+def test_unchecked_empty_target_is_not_taken_for_a_no_op(target: tuple[int, ...], opset: int) -> None:
+    """Without checks (``guards=False``, and the native backend's unguarded session on proven inputs), ONNX
+    Runtime's ExpandElimination removed ``Expand(Unsqueeze(x), [1, 0])`` as a no-op from the basic level on: the
+    output was (1, 1), not (1, 0) (fuzz seed 17, case 5512)."""
+    x = np.array([7], np.int8)
+    want = np.broadcast_to(x.reshape(-1, *(1,) * (len(target) - 1)), target)
+    bare = onnx_bcast.convert(_aligned_model(target, opset), guards=False)
+    for level in LEVELS:
+        np.testing.assert_array_equal(tools.ort_run(bare, {"x": x}, level)[0], want, strict=True)
+    if opset >= 11:  # the native backend's run-time checks need opset 11
+        native = onnx_bcast.InferenceSession(_aligned_model(target, opset).SerializeToString(), backend="native")
+        np.testing.assert_array_equal(native.run(None, {"x": x})[0], want, strict=True)
+    pytest.importorskip("openvino", reason="OpenVINO is not installed (pip install openvino)")
+    np.testing.assert_array_equal(tools.openvino_run(bare, {"x": x})[0], want, strict=True)

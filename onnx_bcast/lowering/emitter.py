@@ -160,12 +160,17 @@ class Emitter(CheckForms, ShapeForms, ElementwiseForms):
         yet ``x`` stays an input (OpenVINO drops an input nothing reads, and feeding it then fails), and nothing
         broadcasts a 0 (OpenVINO refuses 0 to 1, and a static ``Expand`` of a 0 dim stops its process).
         Before, ``Slice(Expand(x, zeros as 1s))``: it runs in OpenVINO while ``x`` has no 0 dim, and onnxruntime
-        1.31's ExpandElimination, which took an Expand to a 0-size dim for a no-op, leaves it alone.
+        1.31's ExpandElimination (1.32's too), which takes an Expand to a 0-size dim for a no-op, leaves it alone.
+        An unknown output to a constant target with a 0: ``expand_to_zeros``.
         """
         self.require(8, "Expand")
         if output is not None and static_out is not None and self.elision is not None and 0 not in static_out \
                 and self.elision.can_drop(output, tuple(static_out)):
             return self._elide(x, output)
+        if static_out is None:
+            target = self.known_constants.get(shape)
+            if target is not None and 0 in target:
+                return self.expand_to_zeros(x, target, output)
         if static_out is None or 0 not in static_out:
             return self._node("Expand", [x, shape], output)
         if self.allowzero:

@@ -75,3 +75,17 @@ class ShapeForms:
             return lifted
         rest = self.const_i64([0] * (len(zeros) - 1), "zero_ends")
         return self._node("Slice", [lifted, rest, rest, self.const_i64(zeros[1:], "zero_axes")], None)
+
+    def expand_to_zeros(self, x: str, target: Sequence[int], output: str | None) -> str:
+        """``Expand(x, target)`` for a constant ``target`` with a 0 dim while the output shape is not known:
+        ``Slice(Expand(x, target with 1 for 0), 0:0 on those axes)``. ONNX Runtime's ExpandElimination (basic level
+        and up) removes an ``Expand`` whose constant target dims are each at most 1 or x's, so the plain form gave
+        x's 1 where the target says 0 (fuzz seed 17, case 5512, ``guards=False`` and the native backend). The axes
+        count from the end, as Expand aligns (Slice-1 takes them too in ONNX Runtime, onnx and OpenVINO)."""
+        ones = self._node("Expand", [x, self.const_i64([d if d != 0 else 1 for d in target], "shape_nonzero")],
+                          None)
+        axes = [k - len(target) for k, d in enumerate(target) if d == 0]
+        if self.opset < 10:
+            return self._node("Slice", [ones], output, starts=[0] * len(axes), ends=[0] * len(axes), axes=axes)
+        zeros = self.const_i64([0] * len(axes), "starts")
+        return self._node("Slice", [ones, zeros, zeros, self.const_i64(axes, "slice_axes")], output)
