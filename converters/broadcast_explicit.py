@@ -32,8 +32,9 @@ class ExplicitAxes:
         and 29212) where the tie followed a ``Reshape`` to a shape computed at run time."""
         data = bound.inputs[0]
         if not self.guards or bound.out_shape is not None:
-            aligned = align(data)
-        elif tie_data:
+            emit.expand(align(data), target, bound.output, bound.out_shape, shape_values=bound.ints(1))
+            return
+        if tie_data:
             tied, target = checked_target(emit, bound, data, target, int64_input(emit, bound, 2, "axes_mapping"))
             aligned = align(tied)
         else:

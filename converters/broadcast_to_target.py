@@ -35,7 +35,9 @@ class ExpandToTarget:
         data, target = bound.inputs[0], int64_input(emit, bound, 1, "target_shape")
         if self.guards and out_shape is None:
             data, target = checked_target(emit, bound, data, target)
-        emit.expand(data, target, bound.output, out_shape)
+            emit.expand(data, target, bound.output, out_shape)
+        else:
+            emit.expand(data, target, bound.output, out_shape, shape_values=bound.ints(1))
 
 
 def rules(guards: bool) -> list[ExpandToTarget]:

@@ -7,12 +7,10 @@ from onnx_bcast.lowering.emitter import Emitter
 
 
 def int64_input(emit: Emitter, bound: Bound, index: int, hint: str) -> str:
-    """Input ``index`` as an int64 tensor name: itself when int64, else folded or cast. A constant that holds a 0
-    is always the emitter's own, so that ``Emitter.expand`` knows its values (ONNX Runtime's ExpandElimination
-    takes an ``Expand`` to a constant 0 dim for a no-op)."""
-    values = bound.ints(index)
-    if bound.is_int64(index) and (values is None or 0 not in values):
+    """Input ``index`` as an int64 tensor name: itself when int64, else folded or cast."""
+    if bound.is_int64(index):
         return bound.inputs[index]
+    values = bound.ints(index)
     if values is not None:
         return emit.const_i64(values, hint)
     return emit.cast_i64(bound.inputs[index])

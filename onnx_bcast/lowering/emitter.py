@@ -152,7 +152,8 @@ class Emitter(CheckForms, ShapeForms, ElementwiseForms):
         return self._node("Identity", [x], output)
 
     def expand(self, x: str, shape: str, output: str | None = None,
-               static_out: Sequence[int] | None = None, checked: bool = False) -> str:
+               static_out: Sequence[int] | None = None, checked: bool = False,
+               shape_values: Sequence[int] | None = None) -> str:
         """``Expand(x, shape)``; an empty static output (``x``'s dims validated, or ``checked``: ``shape`` is
         ``static_out`` plus a guard's token, which stays on the path) is built without an ``Expand`` of ``x``.
 
@@ -161,16 +162,14 @@ class Emitter(CheckForms, ShapeForms, ElementwiseForms):
         broadcasts a 0 (OpenVINO refuses 0 to 1, and a static ``Expand`` of a 0 dim stops its process).
         Before, ``Slice(Expand(x, zeros as 1s))``: it runs in OpenVINO while ``x`` has no 0 dim, and onnxruntime
         1.31's ExpandElimination (1.32's too), which takes an Expand to a 0-size dim for a no-op, leaves it alone.
-        An unknown output to a constant target with a 0: ``expand_to_zeros``.
+        An unknown output to a constant target with a 0 (``shape_values``, not checked): ``expand_to_zeros``.
         """
         self.require(8, "Expand")
         if output is not None and static_out is not None and self.elision is not None and 0 not in static_out \
                 and self.elision.can_drop(output, tuple(static_out)):
             return self._elide(x, output)
-        if static_out is None:
-            target = self.known_constants.get(shape)
-            if target is not None and 0 in target:
-                return self.expand_to_zeros(x, target, output)
+        if static_out is None and shape_values is not None and 0 in shape_values:  # ``shape``'s constant values
+            return self.expand_to_zeros(x, shape_values, output)
         if static_out is None or 0 not in static_out:
             return self._node("Expand", [x, shape], output)
         if self.allowzero:
