@@ -45,20 +45,21 @@ def _drop_shapes(type_proto: TypeProto) -> None:
 def restore_outputs(model: ModelProto, declared: list[ValueInfoProto],
                     inferred: Callable[[str], Sequence[int | None] | None] | None = None) -> None:
     """The main graph's outputs as the model declared them (names are kept by every rewrite); with ``inferred``,
-    the dims that contradict it corrected first (``correct_contradicted``), each logged as a warning."""
-    for corrected in correct_contradicted(declared, inferred) if inferred is not None else ():
-        logger.warning("declared output shape contradicts inference: %s", corrected)
+    the dims that contradict it retracted first (``retract_contradicted``), each logged as a warning."""
+    for retracted in retract_contradicted(declared, inferred) if inferred is not None else ():
+        logger.warning("declared output shape contradicts inference: %s", retracted)
     del model.graph.output[:]
     model.graph.output.extend(declared)
 
 
-def correct_contradicted(declared: list[ValueInfoProto], inferred: Callable[[str], Sequence[int | None] | None]
+def retract_contradicted(declared: list[ValueInfoProto], inferred: Callable[[str], Sequence[int | None] | None]
                          ) -> list[str]:
-    """Each declared output dim that contradicts what inference proved (``inferred``: dims by name, None where it
-    knows none) replaced by the proven size; a shape of another rank replaced by the proven one, unknown dims where
-    inference knows none (a tensor type with no shape at all is refused by onnxsim). A ``dim_param`` claims no size
-    and stays. Returns what was corrected, one entry per output (for the log)."""
-    corrected = []
+    """Each declared output dim that contradicts what inference found (``inferred``: dims by name, None where it
+    knows none) made unknown: a fixed size that differs; a shape of another rank becomes the inferred rank with
+    every dim unknown (onnxsim refuses an output with no shape at all). A ``dim_param`` claims no size and stays.
+    Nothing is claimed in their place: a claim that tools trust is only ever taken back. Returns what was
+    retracted, one entry per output (for the log)."""
+    retracted = []
     for output in declared:
         if not output.type.HasField("tensor_type") or not output.type.tensor_type.HasField("shape"):
             continue
@@ -67,20 +68,19 @@ def correct_contradicted(declared: list[ValueInfoProto], inferred: Callable[[str
             continue
         before = "(" + ", ".join(str(d.dim_value) if d.HasField("dim_value") else d.dim_param or "?"
                                  for d in shape.dim) + ")"
-        after = "(" + ", ".join("?" if d is None else str(d) for d in dims) + ")"
         if len(dims) != len(shape.dim):
             del shape.dim[:]
-            for known in dims:
-                dim = shape.dim.add()
-                if known is not None:
-                    dim.dim_value = known
-            corrected.append(f"{output.name}: declared {before}, inferred {after}: declared {after} instead")
+            for _ in dims:
+                shape.dim.add()
+            retracted.append(f"{output.name}: declared {before}, inferred rank {len(dims)}: declared "
+                             f"({', '.join('?' * len(dims))}) instead")
             continue
         changed = False
         for dim, known in zip(shape.dim, dims, strict=True):
             if dim.HasField("dim_value") and known is not None and dim.dim_value != known:
-                dim.dim_value = known
+                dim.Clear()
                 changed = True
         if changed:
-            corrected.append(f"{output.name}: declared {before}, inferred {after}: the contradicting dims corrected")
-    return corrected
+            retracted.append(f"{output.name}: declared {before}, inferred {tuple(dims)}: the contradicting dims "
+                             "made unknown")
+    return retracted
