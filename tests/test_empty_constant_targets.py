@@ -138,3 +138,22 @@ def test_unchecked_empty_target_is_not_taken_for_a_no_op(target: tuple[int, ...]
         np.testing.assert_array_equal(native.run(None, {"x": x})[0], want, strict=True)
     pytest.importorskip("openvino", reason="OpenVINO is not installed (pip install openvino)")
     np.testing.assert_array_equal(tools.openvino_run(bare, {"x": x})[0], want, strict=True)
+
+
+@pytest.mark.xfail(strict=True, reason="documented limit (docs/limits.md): OpenVINO's CPU plugin gives 1 where an "
+                                       "Expand's zero-size dim meets a 1 in an elementwise op, in plain ONNX")
+def test_openvino_keeps_a_zero_size_dim_an_expand_made() -> None:
+    """Plain ONNX, no node of ours: ``Add(Expand(x (0,), [0, 0]), c (1, 1))``. numpy gives (0, 0); OpenVINO gave
+    (1, 0) (fuzz seed 18, case 11446, where a converted check keeps such an ``Expand``). Passing here means that
+    OpenVINO fixed it, and the fuzz's allowance for it (``fuzz_scenarios._zeros_made_ones``) can go."""
+    pytest.importorskip("openvino", reason="OpenVINO is not installed (pip install openvino)")
+    nodes = [helper.make_node("Expand", ["x", "t"], ["e"]), helper.make_node("Add", ["e", "c"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8, ["D0"])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, None)],
+                              [numpy_helper.from_array(np.array([0, 0], np.int64), "t"),
+                               numpy_helper.from_array(np.ones((1, 1), np.int8), "c")])
+    model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.zeros((0,), np.int8)
+    want = np.broadcast_to(x, (0, 0)) + np.ones((1, 1), np.int8)
+    np.testing.assert_array_equal(tools.ort_run(model, {"x": x})[0], want, strict=True)  # the oracle's runtime agrees
+    np.testing.assert_array_equal(tools.openvino_run(model, {"x": x})[0], want, strict=True)
