@@ -646,8 +646,9 @@ def known_issue(scenario: Scenario, path: str, status: str, got: Any) -> str | N
     """The known issue (``fuzz.KNOWN_ISSUES``) a scenario path's disagreement is a symptom of, if any."""
     p = scenario.case.params
     target = p.get("target") if scenario.case.family == "broadcast" else p.get("shape")
-    if (path in ("scenario_symbolic_shapes", "scenario_quantized") and status == "crashed"
-            and "Incomplete symbolic shape inference" in str(got) and target is not None and 0 in list(target)):
+    stopped = "Incomplete symbolic shape inference" in str(got) or type(got).__name__ == "AssertionError"
+    if (path in ("scenario_symbolic_shapes", "scenario_quantized") and status == "crashed" and stopped
+            and target is not None and 0 in list(target)):  # (an AssertionError in a Scan body: seed 19, 3155)
         return "ssi-zero-target-token"
     return None
 
