@@ -157,3 +157,29 @@ def test_openvino_keeps_a_zero_size_dim_an_expand_made() -> None:
     want = np.broadcast_to(x, (0, 0)) + np.ones((1, 1), np.int8)
     np.testing.assert_array_equal(tools.ort_run(model, {"x": x})[0], want, strict=True)  # the oracle's runtime agrees
     np.testing.assert_array_equal(tools.openvino_run(model, {"x": x})[0], want, strict=True)
+
+
+@pytest.mark.xfail(strict=True, reason="open (docs/limits.md): onnxsim with the input shapes fixed folds the check "
+                                       "and leaves Expand(x, [0, 1]), which ONNX Runtime's ExpandElimination drops")
+def test_onnxsim_with_fixed_shapes_keeps_an_empty_dim() -> None:
+    """Broadcast explicit of x [N1] fed (1,) to the constant [0, 1] with axes_mapping [0], an open check, then Abs:
+    valid,
+    numpy gives (0, 1). After onnxsim with the fed shapes fixed, the check is proven and folded, the tie's token with
+    it, and what is left is ``Expand(x (1, 1), [0, 1])``: ORT's ExpandElimination returns (1, 1) (fuzz seed 22,
+    case 5372). Passing here means it was fixed."""
+    pytest.importorskip("onnxsim", reason="onnxsim is not installed (pip install -e '.[tools]')")
+    inits = [numpy_helper.from_array(np.array([0, 1], np.int64), "target"),
+             numpy_helper.from_array(np.array([0], np.int64), "axes")]
+    nodes = [helper.make_node("Broadcast", ["x", "target", "axes"], ["b"], domain="onnx_bcast", name="bc",
+                              mode="explicit"),
+             helper.make_node("Abs", ["b"], ["y"])]  # (ORT removes no node whose output is the graph's)
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, ["N1"])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], inits)
+    model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 19),
+                                                                 helper.make_opsetid("onnx_bcast", 1)])
+    x = np.array([59], np.uint8)
+    shaped = tools.with_output_shapes(onnx_bcast.convert(model))
+    assert shaped is not None
+    simplified = tools.onnxsim_simplify(shaped, {"x": [1]})
+    np.testing.assert_array_equal(tools.ort_run(simplified, {"x": x})[0],
+                                  np.broadcast_to(x.reshape(-1, 1), (0, 1)), strict=True)
