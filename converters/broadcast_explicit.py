@@ -40,7 +40,7 @@ class ExplicitAxes:
         else:
             aligned, target = checked_target(emit, bound, data, target, int64_input(emit, bound, 2, "axes_mapping"),
                                              carrier=align(data))
-        emit.expand(aligned, target, bound.output, bound.out_shape)
+        emit.expand(aligned, target, bound.output, bound.out_shape, shape_values=bound.ints(1))
 
     def check(self, bound: Bound) -> str | None:
         return None

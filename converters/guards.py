@@ -149,7 +149,8 @@ class Guard:
         self.settle()
         return self.op("Add", shape, self.token()) if self.conditions else shape
 
-    def tie_expand(self, data: str, target: str, shape: str | None = None) -> tuple[str, str]:
+    def tie_expand(self, data: str, target: str, shape: str | None = None, slice_zeros: bool = False
+                   ) -> tuple[str, str]:
         """``Expand``'s ``(data, target)`` with the data carrying the token (``tied``: a copy of the data, which is
         at most the output's size).
 
@@ -160,7 +161,11 @@ class Guard:
 
         A constant target with a 0 carries the token too: ONNX Runtime's ExpandElimination removes an ``Expand`` of
         data whose dims it cannot see to such a constant as a no-op (x (1, 1, 1) to [1, 1, 0] came back (1, 1, 1):
-        fuzz case 35428 of seed 0); a target computed at run time is out of its reach.
+        fuzz case 35428 of seed 0); a target computed at run time is out of its reach. With ``slice_zeros`` (a rule
+        whose own conditions cover every dim, and whose ``expand`` is given the target's values), the token is
+        instead the end of a ``Slice`` of the zero-size dims off an ``Expand`` to 1s (``Emitter.zero_ends``,
+        ``expand_to_zeros``): as a dim of the target, symbolic shape inference without ``auto_merge`` stopped at it,
+        and onnxsim with the shapes fixed folded it away and left an ``Expand`` to a constant 0 for ORT to drop.
         """
         self.settle()
         if not self.conditions:
@@ -169,7 +174,10 @@ class Guard:
         tied = self.emit.tied(data, self._shape_unless_rank_0(data, shape), token)
         value = self.facts().value(target)
         if value is not None and any(e == 0 and not isinstance(e, bool) for e in value):
-            target = self.op("Add", target, token)
+            if slice_zeros:
+                self.emit.zero_ends = token
+            else:
+                target = self.op("Add", target, token)
         return tied, target
 
     def tied(self, x: str, shape: str | None = None) -> str:

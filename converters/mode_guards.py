@@ -23,7 +23,9 @@ def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: st
     no_axes_mapping(guard, bound)
     data_shape = emit.shape(data)
     mode_conditions(guard, mode, data_shape, target, axes)
-    return guard.tie_expand(carrier or data, target, data_shape if carrier is None else None)
+    # (bidirectional: the Expand checks its own dims, so it must see the target's 0s)
+    return guard.tie_expand(carrier or data, target, data_shape if carrier is None else None,
+                            slice_zeros=mode != "bidirectional")
 
 
 def no_axes_mapping(guard: Guard, bound: Bound) -> None:

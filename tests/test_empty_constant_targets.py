@@ -1,12 +1,13 @@
 """Broadcasts to a constant target holding a 0, with a check open (the data's dims symbolic): the output is empty on
 valid input and the run fails on invalid input after the tools users run, and in OpenVINO.
 
-A known limit is pinned here as a strict xfail: ONNX Runtime's symbolic shape inference without ``auto_merge`` (what
-``quant_pre_process`` runs) stops ("Incomplete symbolic shape inference"; fuzz seed 44, cases 5253 and 27561). The
-check's token rides on the target (``[4, 4, 0, 1] + token``), because ONNX Runtime's ExpandElimination drops an
-``Expand`` of data to a constant with a 0 as a no-op; that inference takes the token for a dim of its own. Building
-the empty output without an ``Expand`` and tying the output instead was tried: onnxoptimizer then failed valid
-inputs or returned values for invalid ones, and OpenVINO returned wrong empty shapes (fuzz, seed 0, 10 cases).
+The zero-size dims are sliced off an ``Expand`` to 1s, with the check's token as their end
+(``ShapeForms.expand_to_zeros``). Before, the token rode on the target (``[4, 4, 0, 1] + token``): ONNX Runtime's
+symbolic shape inference without ``auto_merge`` (what ``quant_pre_process`` runs) stopped there ("Incomplete
+symbolic shape inference"; fuzz seed 44, cases 5253 and 27561), and onnxsim with the shapes fixed left an
+``Expand`` to a constant 0, which ONNX Runtime's ExpandElimination drops as a no-op (fuzz seed 22, case 5372).
+Building the empty output without an ``Expand`` and tying the output instead was tried: onnxoptimizer then failed
+valid inputs or returned values for invalid ones, and OpenVINO returned wrong empty shapes (fuzz, seed 0, 10 cases).
 The expected values come from numpy here: ``np.broadcast_to`` of the data, or its error.
 """
 
@@ -55,11 +56,8 @@ TOOLS = {
 }
 
 
-SSI_LIMIT = pytest.mark.xfail(strict=True, reason="documented limit (docs/limits.md): symbolic shape inference "
-                                                   "without auto_merge stops at the token in a constant target")
 
-
-@pytest.mark.parametrize("tool", [t if t != "symbolic_shapes" else pytest.param(t, marks=SSI_LIMIT) for t in TOOLS])
+@pytest.mark.parametrize("tool", list(TOOLS))
 @pytest.mark.parametrize("target", TARGETS, ids=str)
 @pytest.mark.parametrize("mode", ["numpy", "explicit"])  # (pdpd: the output takes the data's dim at a 1)
 def test_empty_target_with_an_open_check_survives_the_tools(mode: str, target: tuple[int, ...], tool: str,
@@ -159,14 +157,12 @@ def test_openvino_keeps_a_zero_size_dim_an_expand_made() -> None:
     np.testing.assert_array_equal(tools.openvino_run(model, {"x": x})[0], want, strict=True)
 
 
-@pytest.mark.xfail(strict=True, reason="open (docs/limits.md): onnxsim with the input shapes fixed folds the check "
-                                       "and leaves Expand(x, [0, 1]), which ONNX Runtime's ExpandElimination drops")
 def test_onnxsim_with_fixed_shapes_keeps_an_empty_dim() -> None:
     """Broadcast explicit of x [N1] fed (1,) to the constant [0, 1] with axes_mapping [0], an open check, then Abs:
     valid,
     numpy gives (0, 1). After onnxsim with the fed shapes fixed, the check is proven and folded, the tie's token with
-    it, and what is left is ``Expand(x (1, 1), [0, 1])``: ORT's ExpandElimination returns (1, 1) (fuzz seed 22,
-    case 5372). Passing here means it was fixed."""
+    it: what was left was ``Expand(x (1, 1), [0, 1])``, which ORT's ExpandElimination took for a no-op, (1, 1) (fuzz
+    seed 22, case 5372). The zero-size dims are now sliced off an Expand to 1s, the token their end."""
     pytest.importorskip("onnxsim", reason="onnxsim is not installed (pip install -e '.[tools]')")
     inits = [numpy_helper.from_array(np.array([0, 1], np.int64), "target"),
              numpy_helper.from_array(np.array([0], np.int64), "axes")]

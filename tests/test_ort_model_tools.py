@@ -104,26 +104,6 @@ def _refusal(run: Callable[[], object]) -> str | None:
     return None
 
 
-ZERO_TARGET_LIMIT = ("documented limit (docs/limits.md, the fuzz's ssi-zero-target-token): symbolic shape "
-                     "inference without auto_merge stops at the check's token in a constant target holding a 0")
-
-
-def _zero_target_limit(subject: Subject, refused: str | None) -> None:
-    """An expected failure where symbolic shape inference stopped ("Incomplete symbolic shape inference") on a
-    broadcast to a constant target holding a 0: the documented limit, which the guards=False form does not share."""
-    if _is_zero_target_limit(subject, refused):
-        pytest.xfail(ZERO_TARGET_LIMIT)
-
-
-def _is_zero_target_limit(subject: Subject, refused: str | None) -> bool:
-    model = subject.model()
-    constants = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    targets = [constants.get(node.input[1]) for node in model.graph.node
-               if node.domain == "onnx_bcast" and node.op_type in ("Broadcast", "Expand") and len(node.input) > 1]
-    return bool(refused and "Incomplete symbolic shape inference" in refused
-                and any(t is not None and 0 in t.reshape(-1) for t in targets))
-
-
 @pytest.mark.parametrize("auto_merge", [False, True], ids=["plain", "auto_merge"])
 @pytest.mark.parametrize("subject", SUBJECTS)
 def test_symbolic_shape_inference_takes_guards(subject: Subject, auto_merge: bool, tmp_path: Path) -> None:
@@ -131,8 +111,6 @@ def test_symbolic_shape_inference_takes_guards(subject: Subject, auto_merge: boo
     refused = _refusal(lambda: tools.symbolic_shape_infer(bare, auto_merge, tmp_path))
     if refused:  # without auto_merge, where a symbol meets another dim (every symbolic_dims model of a target)
         subject.skip(f"symbolic shape inference refuses the guards=False form too: {refused}", required=auto_merge)
-    if not auto_merge:
-        _zero_target_limit(subject, _refusal(lambda: tools.symbolic_shape_infer(guarded, auto_merge, tmp_path)))
     tools.symbolic_shape_infer(guarded, auto_merge, tmp_path)
 
 
@@ -159,11 +137,7 @@ def test_quantized_model_fails_where_the_original_fails(subject: Subject, tmp_pa
         bare_quantized = _quantized(bare, tmp_path, auto_merge)
     if isinstance(bare_quantized, str):
         subject.skip(f"quantization refuses the guards=False form too: {bare_quantized}")
-    quantized = _quantized(guarded, tmp_path, auto_merge)
-    if isinstance(quantized, str) and not auto_merge and _is_zero_target_limit(subject, quantized):
-        auto_merge = True  # the documented limit: both forms with auto_merge, which takes the token
-        bare_quantized, quantized = _quantized(bare, tmp_path, True), _quantized(guarded, tmp_path, True)
-    assert not isinstance(quantized, str), quantized
+    quantized = tools.quantized(guarded, tmp_path, auto_merge)
     if not subject.valid:
         with pytest.raises(Exception):  # noqa: B017 - any failure: what matters is that no value comes back
             outputs = tools.ort_run(quantized, subject.feeds)

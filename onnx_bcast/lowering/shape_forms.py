@@ -76,15 +76,26 @@ class ShapeForms:
         rest = self.const_i64([0] * (len(zeros) - 1), "zero_ends")
         return self._node("Slice", [lifted, rest, rest, self.const_i64(zeros[1:], "zero_axes")], None)
 
-    def expand_to_zeros(self, x: str, target: Sequence[int], output: str | None) -> str:
+    def expand_to_zeros(self, x: str, target: Sequence[int], output: str | None, token: str | None = None) -> str:
         """``Expand(x, target)`` for a constant ``target`` with a 0 dim while the output shape is not known:
         ``Slice(Expand(x, target with 1 for 0), 0:0 on those axes)``. ONNX Runtime's ExpandElimination (basic level
         and up) removes an ``Expand`` whose constant target dims are each at most 1 or x's, so the plain form gave
         x's 1 where the target says 0 (fuzz seed 17, case 5512, ``guards=False`` and the native backend). The axes
-        count from the end, as Expand aligns (Slice-1 takes them too in ONNX Runtime, onnx and OpenVINO)."""
+        count from the end, as Expand aligns (Slice-1 takes them too in ONNX Runtime, onnx and OpenVINO).
+
+        ``token``: a guard's ``[0]``, the zero-size dims' end in place of a constant 0 (one each): the output's shape
+        then depends on the check, so no tool folds the empty result and the check with it, and with the check
+        proven (onnxsim with the input shapes fixed) what is left is no ``Expand`` to a 0 (fuzz seed 22, case
+        5372). Not for a rule that the ``Expand`` itself checks (bidirectional): ``Guard.tie_expand``."""
         ones = self._node("Expand", [x, self.const_i64([d if d != 0 else 1 for d in target], "shape_nonzero")],
                           None)
         axes = [k - len(target) for k, d in enumerate(target) if d == 0]
+        if token is not None:
+            self.require(10, "a run-time check of a broadcast to a constant shape with a 0")
+            ends = token if len(axes) == 1 else self._node("Expand", [token, self.const_i64([len(axes)], "count")],
+                                                           None)
+            starts = self.const_i64([0] * len(axes), "starts")
+            return self._node("Slice", [ones, starts, ends, self.const_i64(axes, "slice_axes")], output)
         if self.opset < 10:
             return self._node("Slice", [ones], output, starts=[0] * len(axes), ends=[0] * len(axes), axes=axes)
         zeros = self.const_i64([0] * len(axes), "starts")
