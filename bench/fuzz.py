@@ -840,8 +840,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 KNOWN_ISSUES: dict[str, str] = {
     "ssi-zero-target-token": "ONNX Runtime's symbolic shape inference (and quant_pre_process) stops at the check's "
                              "token in a bidirectional broadcast's constant target holding a 0, or in a BroadcastV0's "
-                             "empty output's Reshape (docs/limits.md; "
-                             "fuzz_scenarios.known_issue)",
+                             "empty output's Reshape (docs/limits.md; fuzz_scenarios.known_issue)",
 }
 CONVERTED_PATHS = ("session_native", "converted_ort", "converted_reference")
 
