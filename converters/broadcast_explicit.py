@@ -35,12 +35,14 @@ class ExplicitAxes:
             emit.expand(align(data), target, bound.output, bound.out_shape, shape_values=bound.ints(1))
             return
         if tie_data:
-            tied, target = checked_target(emit, bound, data, target, int64_input(emit, bound, 2, "axes_mapping"))
+            tied, target, zero_ends = checked_target(emit, bound, data, target,
+                                                     int64_input(emit, bound, 2, "axes_mapping"))
             aligned = align(tied)
         else:
-            aligned, target = checked_target(emit, bound, data, target, int64_input(emit, bound, 2, "axes_mapping"),
-                                             carrier=align(data))
-        emit.expand(aligned, target, bound.output, bound.out_shape, shape_values=bound.ints(1))
+            aligned, target, zero_ends = checked_target(emit, bound, data, target,
+                                                        int64_input(emit, bound, 2, "axes_mapping"),
+                                                        carrier=align(data))
+        emit.expand(aligned, target, bound.output, bound.out_shape, shape_values=bound.ints(1), zero_ends=zero_ends)
 
     def check(self, bound: Bound) -> str | None:
         return None

@@ -34,10 +34,10 @@ class ExpandToTarget:
             return
         data, target = bound.inputs[0], int64_input(emit, bound, 1, "target_shape")
         if self.guards and out_shape is None:
-            data, target = checked_target(emit, bound, data, target)
+            data, target, zero_ends = checked_target(emit, bound, data, target)
             # (bidirectional: the Expand checks its own rule, so it must see the target's 0s: ``Guard.tie_expand``)
             emit.expand(data, target, bound.output, out_shape,
-                        shape_values=None if self.mode == "bidirectional" else bound.ints(1))
+                        shape_values=None if self.mode == "bidirectional" else bound.ints(1), zero_ends=zero_ends)
         else:
             emit.expand(data, target, bound.output, out_shape, shape_values=bound.ints(1))
 

@@ -150,7 +150,7 @@ class Guard:
         return self.op("Add", shape, self.token()) if self.conditions else shape
 
     def tie_expand(self, data: str, target: str, shape: str | None = None, slice_zeros: bool = False
-                   ) -> tuple[str, str]:
+                   ) -> tuple[str, str, str | None]:
         """``Expand``'s ``(data, target)`` with the data carrying the token (``tied``: a copy of the data, which is
         at most the output's size).
 
@@ -163,22 +163,22 @@ class Guard:
         data whose dims it cannot see to such a constant as a no-op (x (1, 1, 1) to [1, 1, 0] came back (1, 1, 1):
         fuzz case 35428 of seed 0); a target computed at run time is out of its reach. With ``slice_zeros`` (a rule
         whose own conditions cover every dim, and whose ``expand`` is given the target's values), the token is
-        instead the end of a ``Slice`` of the zero-size dims off an ``Expand`` to 1s (``Emitter.zero_ends``,
-        ``expand_to_zeros``): as a dim of the target, symbolic shape inference without ``auto_merge`` stopped at it,
-        and onnxsim with the shapes fixed folded it away and left an ``Expand`` to a constant 0 for ORT to drop.
+        instead the third value, the end of a ``Slice`` of the zero-size dims off an ``Expand`` to 1s
+        (``Emitter.expand``'s ``zero_ends``, ``expand_to_zeros``); else it is None. As a dim of the target, symbolic
+        shape inference without ``auto_merge`` stopped at it, and onnxsim with the shapes fixed folded it away and
+        left an ``Expand`` to a constant 0 for ORT to drop.
         """
         self.settle()
         if not self.conditions:
-            return data, target
+            return data, target, None
         token = self.token()
         tied = self.emit.tied(data, self._shape_unless_rank_0(data, shape), token)
         value = self.facts().value(target)
         if value is not None and any(e == 0 and not isinstance(e, bool) for e in value):
             if slice_zeros:
-                self.emit.zero_ends = token
-            else:
-                target = self.op("Add", target, token)
-        return tied, target
+                return tied, target, token
+            target = self.op("Add", target, token)
+        return tied, target, None
 
     def tied(self, x: str, shape: str | None = None) -> str:
         """``x`` itself, available only after every open check passed (``Emitter.tied``); ``shape``: its
@@ -224,7 +224,7 @@ def checked_against_shape(emit: Emitter, bound: Bound, x: str, expected: str, ru
     guard.require(guard.op("Equal", guard.length(actual), guard.length(expected)), rule)
     guard.require(guard.op("Equal", actual, expected), rule)
     if tie_to is not None:
-        return guard.tie_expand(x, tie_to)
+        return guard.tie_expand(x, tie_to)[:2]
     return guard.tied(x, actual), None
 
 

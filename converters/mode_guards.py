@@ -13,9 +13,9 @@ from onnx_bcast.ops.common import MAX_RANK
 
 
 def checked_target(emit: Emitter, bound: Bound, data: str, target: str, axes: str | None = None,
-                   carrier: str | None = None) -> tuple[str, str]:
-    """``Expand``'s ``(carrier, target)`` after the checks of the node's mode (numpy, explicit with its int64
-    ``axes``, bidirectional, pdpd) on ``data`` and ``target``: ``Guard.tie_expand``. ``carrier``: what the
+                   carrier: str | None = None) -> tuple[str, str, str | None]:
+    """``Expand``'s ``(carrier, target, zero_ends)`` after the checks of the node's mode (numpy, explicit with its
+    int64 ``axes``, bidirectional, pdpd) on ``data`` and ``target``: ``Guard.tie_expand``. ``carrier``: what the
     ``Expand`` reads, ``data`` unless aligned first."""
     guard, mode = Guard(emit, bound), bound.mode
     guard.no_negative_dims(target)

@@ -45,7 +45,7 @@ def runtime_v0(emit: Emitter, bound: Bound, x: str, shape: str, axes: str, guard
         guard.require(guard.op("Equal", actual, required), rule)
         # the data tied before the Reshape to a shape computed at run time: OpenVINO's CPU plugin computed a later
         # result's Shape wrong where the tie followed it (tests/test_openvino_explicit_runtime_axes.py)
-        x, target = guard.tie_expand(x, shape)
+        x, target, _ = guard.tie_expand(x, shape)
     emit.expand(emit.reshape(x, aligned), target, bound.output)
 
 

@@ -40,7 +40,6 @@ class Emitter(CheckForms, ShapeForms, ElementwiseForms):
         self.constants: dict[tuple[int, ...], str] | None = None  # int64 constants shared within one graph
         self.final_name_used = False
         self.known_constants: dict[str, tuple[int, ...]] = {}  # the int64 constants asked for, by name
-        self.zero_ends: str | None = None  # a guard's token for the next ``expand``'s zero-size dims
         self.roots: set[str] = set()  # values the graph reads besides the node's outputs (Expand elision's sources)
         self.leads: dict[str, str] = {}  # a check's token -> the leading length its ties expand to (check_token)
 
@@ -154,7 +153,7 @@ class Emitter(CheckForms, ShapeForms, ElementwiseForms):
 
     def expand(self, x: str, shape: str, output: str | None = None,
                static_out: Sequence[int] | None = None, checked: bool = False,
-               shape_values: Sequence[int] | None = None) -> str:
+               shape_values: Sequence[int] | None = None, zero_ends: str | None = None) -> str:
         """``Expand(x, shape)``; an empty static output (``x``'s dims validated, or ``checked``: ``shape`` is
         ``static_out`` plus a guard's token, which stays on the path) is built without an ``Expand`` of ``x``.
 
@@ -169,11 +168,10 @@ class Emitter(CheckForms, ShapeForms, ElementwiseForms):
         if output is not None and static_out is not None and self.elision is not None and 0 not in static_out \
                 and self.elision.can_drop(output, tuple(static_out)):
             return self._elide(x, output)
-        ends, self.zero_ends = self.zero_ends, None  # a guard's token, for its zero-size dims (``tie_expand``)
         if static_out is None and shape_values is not None and 0 in shape_values:  # ``shape``'s constant values
-            return self.expand_to_zeros(x, shape_values, output, ends)
-        if ends is not None:  # (values not given: the token rides on the target, as ``tie_expand`` did before)
-            shape = self.standard("Add", [shape, ends])
+            return self.expand_to_zeros(x, shape_values, output, zero_ends)  # (``zero_ends``: ``tie_expand``'s)
+        if zero_ends is not None:  # (values not given: the token rides on the target, as ``tie_expand`` did before)
+            shape = self.standard("Add", [shape, zero_ends])
         if static_out is None or 0 not in static_out:
             return self._node("Expand", [x, shape], output)
         if self.allowzero:
