@@ -238,9 +238,10 @@ def openvino_run(path: Path, feeds: dict, order: list[str], want: list[np.ndarra
 
 
 def from_ir_cli(xml: Path, folder: Path, feeds: dict[str, np.ndarray] | None = None
-                ) -> tuple[int | None, str, float]:
+                ) -> tuple[int | None, str, float, list[str]]:
     """``onnx-bcast from-ir XML -o OUT --verify`` in a new process, with ``feeds`` given as ``--input NAME=FILE.npy``
-    (as a user gives the inputs a model takes): its exit, its last line, its wall time."""
+    (as a user gives the inputs a model takes): its exit, its last line, its wall time, and what it printed on
+    stderr when it succeeded (nothing is expected there)."""
     command = [sys.executable, "-m", "onnx_bcast", "from-ir", str(xml), "-o", str(folder / "cli.onnx"), "--verify",
                "--force"]
     for name, value in (feeds or {}).items():
@@ -251,9 +252,10 @@ def from_ir_cli(xml: Path, folder: Path, feeds: dict[str, np.ndarray] | None = N
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=child_env())
     except subprocess.TimeoutExpired:
-        return None, "timed out after 900 s", time.perf_counter() - start
+        return None, "timed out after 900 s", time.perf_counter() - start, []
     lines = [line for line in (done.stderr if done.returncode else done.stdout).splitlines() if line.strip()]
-    return done.returncode, (lines[-1] if lines else "")[:200], time.perf_counter() - start
+    noise = [] if done.returncode else [line for line in done.stderr.splitlines() if line.strip()]
+    return done.returncode, (lines[-1] if lines else "")[:200], time.perf_counter() - start, noise
 
 
 def check_model(entry: CorpusModel, *, cli: bool = True, seed: int = 0) -> Report:
@@ -293,7 +295,7 @@ def check_model(entry: CorpusModel, *, cli: bool = True, seed: int = 0) -> Repor
         on_ir = openvino_run(xml, feeds, order, want)
         exit_code, message = None, "not run"
         if cli:
-            exit_code, message, seconds["from_ir_verify_cli"] = from_ir_cli(xml, Path(folder), feeds)
+            exit_code, message, seconds["from_ir_verify_cli"], _ = from_ir_cli(xml, Path(folder), feeds)
     return Report(entry.name, ir_op_types(xml), interface, outcome, numpy_outcome, native_outcome, written, on_ir,
                   exit_code, message, {k: round(v, 3) for k, v in seconds.items()})
 

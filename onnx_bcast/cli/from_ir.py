@@ -19,6 +19,19 @@ def unverified_path(target: Path) -> Path:
     return target.with_name(f"{target.stem}.unverified{target.suffix or '.onnx'}")
 
 
+def _quiet_onnxruntime(verbose: int) -> None:
+    """onnxifier folds constants in ONNX Runtime sessions of its own, with ORT's default logger: their optimizers'
+    warnings (e.g. "UnsqueezeElimination cannot remove node") are about onnxifier's scratch models, not anything the
+    user can act on. This process is ours: they show from -vv on."""
+    if verbose >= 2:
+        return
+    try:
+        import onnxruntime
+    except ImportError:
+        return
+    onnxruntime.set_default_logger_severity(3)
+
+
 def cmd_from_ir(args: argparse.Namespace) -> int:
     from onnx_bcast.model.files import save_atomically
     from onnx_bcast.onnxifier import ir_to_onnx
@@ -31,6 +44,7 @@ def cmd_from_ir(args: argparse.Namespace) -> int:
     check_output(args.output, args.output, reads, args.force,  # before a conversion that may take seconds
                  f"give the path of the file to write (e.g. {target / (source.stem + '.onnx')})")
     given, shapes = parse_inputs(args.input), dict(args.input_shapes)  # none without --verify (args.parse)
+    _quiet_onnxruntime(args.verbose or 0)
     start = time.perf_counter()
     try:
         model = ir_to_onnx(source, keep_ops=args.keep_ops, guards=not args.no_guards, pythondiv=args.pythondiv)

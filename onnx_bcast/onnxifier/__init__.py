@@ -62,6 +62,7 @@ def ir_to_onnx(xml: str | os.PathLike, *, keep_ops: bool = False, guards: bool =
     import openvino as ov
 
     from onnx_bcast.model.walk import all_graphs
+    from onnx_bcast.onnxifier.chatter import onnxifier_warnings_logged
     from onnx_bcast.onnxifier.interface import interface_of, match_interface
     from onnx_bcast.onnxifier.owned import control_flow
     from onnx_bcast.onnxifier.unread_outputs import drop_unread_optional_outputs
@@ -80,7 +81,8 @@ def ir_to_onnx(xml: str | os.PathLike, *, keep_ops: bool = False, guards: bool =
     branches = control_flow.prepare(ov_model, body_to_onnx)
     try:
         domains = [control_flow.PLACEHOLDER]  # onnxifier's passes see If as our placeholder node
-        with internals.installed({"pythondiv": pythondiv, control_flow.BRANCHES: branches, "domains": domains}, lower):
+        with internals.installed({"pythondiv": pythondiv, control_flow.BRANCHES: branches, "domains": domains},
+                                 lower), onnxifier_warnings_logged():
             model = internals.read_ir(str(path), optimize=optimize and not keep_ops,
                                       exclude=control_flow.UNSAFE_PASSES if branches else (), domains=domains)
     except internals.NotExpressible as err:
