@@ -100,9 +100,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
     for line in op_table(model, converted):
         print(line)
     before, after = len(all_nodes(model)), len(all_nodes(converted))
-    guards = sum(1 for node in all_nodes(converted) if "/guard: " in node.name)
-    print(f"{before} nodes -> {after} nodes ({sum(report.rewritten.values())} of ours rewritten, {guards} run-time "
-          f"checks), {seconds:.2f} s")
+    from onnx_bcast.lowering.check_forms import run_time_checks
+
+    checks = run_time_checks(node.name for node in all_nodes(converted))
+    print(f"{before} nodes -> {after} nodes ({sum(report.rewritten.values())} of ours rewritten, {checks} run-time "
+          f"check{'' if checks == 1 else 's'}), {seconds:.2f} s")
     print(f"wrote {args.output}{verification_text(verification)}")
     return EXIT_OK
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from onnx import NodeProto, TensorProto, helper
 
@@ -13,7 +13,13 @@ from onnx_bcast.ops.common import MAX_RANK
 _POISON = 2**28  # a failed check's token, per probe value: fits int32 (OpenVINO's int64), 3x no dim but 1 meets
 _FALSE = helper.make_tensor("value", TensorProto.BOOL, [1], [False])  # the lead's tensor: a byte an element
 _DIMS_KEPT = frozenset({"Gather", "Slice", "Squeeze", "Unsqueeze"})  # some of a tensor's dims in, dims out
+PROBE_PAIR_SUFFIX = " (reshaped)"  # the second probe of a check's pair (``check_token``)
 
+
+def run_time_checks(names: Iterable[str]) -> int:
+    """How many run-time checks nodes with these names hold: each check is one probe pair, ``<node>/guard: <rules>``
+    and the same name with ``PROBE_PAIR_SUFFIX``, and counts once."""
+    return sum(1 for name in names if "/guard: " in name and not name.endswith(PROBE_PAIR_SUFFIX))
 
 class CheckForms:
     """The guard forms of ``Emitter`` (its base): built from its op methods (``standard``, ``const_i64``, ...)."""
@@ -74,7 +80,7 @@ class CheckForms:
         probe = self.named("Expand", [triple, size], name)
         # OpenVINO runs the Expand unchecked but checks a Reshape's element count (2-D: it drops 1-D to 1-D ones)
         reshaped = self.named("Reshape", [probe, self.standard("Concat", [self.const_i64([1], "one"), size], axis=0)],
-                              f"{name} (reshaped)")
+                              f"{name}{PROBE_PAIR_SUFFIX}")
         total = self.reduce_sum(reshaped, [0, 1], keepdims=False)  # a scalar: a 1-D sum's length OpenVINO cannot see
         return self.lead_token(total)
 
