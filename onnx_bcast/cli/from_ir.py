@@ -33,8 +33,7 @@ def _quiet_onnxruntime(verbose: int) -> None:
 
 
 def cmd_from_ir(args: argparse.Namespace) -> int:
-    from onnx_bcast.cli.report import all_nodes
-    from onnx_bcast.lowering.check_forms import run_time_checks
+    from onnx_bcast.cli.report import checks_text
     from onnx_bcast.model.files import save_atomically
     from onnx_bcast.onnxifier import ir_to_onnx
     from onnx_bcast.onnxifier.validate import IRNotConvertible
@@ -79,8 +78,6 @@ def cmd_from_ir(args: argparse.Namespace) -> int:
         raise ModelProblem(str(err)) from err
     ours = sum(1 for node in model.graph.node if node.domain == "onnx_bcast")
     kept = f", {ours} onnx_bcast nodes kept" if args.keep_ops else ""
-    checks = run_time_checks(node.name for node in all_nodes(model))
-    print(f"{source.name}: {len(model.graph.node)} ONNX nodes{kept}, {checks} run-time "
-          f"check{'' if checks == 1 else 's'}, {seconds:.2f} s")
+    print(f"{source.name}: {len(model.graph.node)} ONNX nodes{kept}, {checks_text(model)}, {seconds:.2f} s")
     print(f"wrote {args.output}{verified}")
     return EXIT_OK

@@ -16,7 +16,7 @@ import onnx
 from onnx_bcast.cli.args import parse
 from onnx_bcast.cli.inputs import ModelProblem, feeds_for, input_reads, parse_inputs, random_note, save_outputs
 from onnx_bcast.cli.output_paths import check_output
-from onnx_bcast.cli.report import all_nodes, op_table, progress_printer, verification_text
+from onnx_bcast.cli.report import all_nodes, checks_text, op_table, progress_printer, verification_text
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.ort.providers import ProviderError
 
@@ -100,11 +100,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
     for line in op_table(model, converted):
         print(line)
     before, after = len(all_nodes(model)), len(all_nodes(converted))
-    from onnx_bcast.lowering.check_forms import run_time_checks
-
-    checks = run_time_checks(node.name for node in all_nodes(converted))
-    print(f"{before} nodes -> {after} nodes ({sum(report.rewritten.values())} of ours rewritten, {checks} run-time "
-          f"check{'' if checks == 1 else 's'}), {seconds:.2f} s")
+    print(f"{before} nodes -> {after} nodes ({sum(report.rewritten.values())} of ours rewritten, "
+          f"{checks_text(converted)}), {seconds:.2f} s")
     print(f"wrote {args.output}{verification_text(verification)}")
     return EXIT_OK
 

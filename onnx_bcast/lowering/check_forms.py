@@ -21,6 +21,7 @@ def run_time_checks(names: Iterable[str]) -> int:
     and the same name with ``PROBE_PAIR_SUFFIX``, and counts once."""
     return sum(1 for name in names if "/guard: " in name and not name.endswith(PROBE_PAIR_SUFFIX))
 
+
 class CheckForms:
     """The guard forms of ``Emitter`` (its base): built from its op methods (``standard``, ``const_i64``, ...)."""
 
