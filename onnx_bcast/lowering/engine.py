@@ -100,7 +100,7 @@ def _shape_values(model: ModelProto, facts: StaticFacts, redefined: bool) -> Cal
             else:
                 producers = {out: node for entry in node_lists(model) if not entry.in_function
                              for node in entry.container.node for out in node.output if out}
-                made.append(ShapeValues(producers, facts.shapes.get, facts.values.get))
+                made.append(ShapeValues(producers, facts.shapes.get, facts.values.get, facts.types.get))
         return made[0]
     return make
 

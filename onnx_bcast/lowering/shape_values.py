@@ -17,6 +17,7 @@ from onnx import NodeProto, helper
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.lowering.static_facts import Dims
+from onnx_bcast.lowering.value_dims import broadcast_dims, output_dims
 from onnx_bcast.onnx_defs.inference import attribute_value
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.broadcast import canonical_mode
@@ -41,8 +42,11 @@ class ShapeValues:
     """Element-wise values of shape-like tensors, and the dims of values, by name, from the graph's producers."""
 
     def __init__(self, producers: dict[str, NodeProto], shape_of: Callable[[str], Dims | None],
-                 constant_of: Callable[[str], np.ndarray | None]) -> None:
+                 constant_of: Callable[[str], np.ndarray | None],
+                 type_of: Callable[[str], int | None] = lambda name: None) -> None:
+        """``type_of``: a value's element type where known; a product is followed only in int64."""
         self._producers = producers
+        self._type_of = type_of
         self._shape_of = shape_of
         self._constant_of = constant_of
         self._memo: dict[str, Value] = {}
@@ -50,13 +54,31 @@ class ShapeValues:
 
     def dims(self, name: str) -> Value:
         """``name``'s dims: ints where inference knows them from fixed dims, else symbols. A symbol is the dim of
-        the value it was first read on, followed through ops that keep it whenever they run (unary ops, ``MatMul``,
-        our none/pdpd elementwise ops, whose output is A's shape or the run fails, and our broadcasts in numpy and
-        explicit mode, whose output is the target's value)."""
+        the value it was first read on, followed through ops that keep it or name it whenever they run (unary ops,
+        the standard ops of ``value_dims``, our none/pdpd elementwise ops, whose output is A's shape or the run
+        fails, and our broadcasts in numpy, explicit and bidirectional mode)."""
         if name not in self._dims_memo:
-            self._dims_memo[name] = None  # a cycle reads as unknown
-            self._dims_memo[name] = self._derived_dims(name)
+            self._upstream_first(name)
         return self._dims_memo[name]
+
+    def _upstream_first(self, name: str) -> None:
+        """Both facts of ``name`` and of every value it is computed from, inputs before the nodes that read them
+        (a loop: a chain of thousands of nodes is not a recursion as deep). A value met again before its facts are
+        known (a cycle, none in a valid graph) reads as unknown."""
+        stack: list[tuple[str, bool]] = [(name, False)]
+        while stack:
+            current, ready = stack.pop()
+            if ready:
+                self._dims_memo[current] = self._derived_dims(current)
+                self._memo[current] = self._value(current)
+                continue
+            if current in self._dims_memo:
+                continue
+            self._dims_memo[current] = self._memo[current] = None  # until known
+            stack.append((current, True))
+            node = self._producers.get(current)
+            if node is not None:
+                stack.extend((i, False) for i in node.input if i and i not in self._dims_memo)
 
     def _derived_dims(self, name: str) -> Value:
         known = self._shape_of(name)
@@ -68,25 +90,27 @@ class ShapeValues:
         source: Value = None
         if node.domain in ("", "ai.onnx") and node.op_type in SAME_SHAPE:
             source = self.dims(node.input[0])
-        elif node.domain in ("", "ai.onnx") and node.op_type == "MatMul" and len(node.input) == 2:
-            a, b = self.dims(node.input[0]), self.dims(node.input[1])
-            if a is not None and b is not None and len(a) >= 2 and len(b) == 2:
-                source = (*a[:-1], b[-1])
+        elif node.domain in ("", "ai.onnx"):
+            source = output_dims(node, self.dims, self, self._constant_of)
         elif node.domain == OURS and node.op_type in ELEMENTWISE_SHAPE_OF_A and _rule(node) in ("none", "pdpd"):
             source = self.dims(node.input[0])
-        elif node.domain == OURS and node.op_type in TARGET_SHAPED and len(node.input) > 1 and \
-                _mode(node) in ("numpy", "explicit"):
-            source = self(node.input[1])  # the output is the target exactly, or the run fails (not under pdpd,
-            # where a target dim of 1 takes the data's dim, nor bidirectional)
-        if source is None or own is None or len(source) != len(own):
+        elif node.domain == OURS and node.op_type in TARGET_SHAPED and len(node.input) > 1:
+            mode = _mode(node)  # numpy, explicit: the output is the target exactly, or the run fails;
+            # bidirectional: the data's dims and the target broadcast; pdpd: a target dim of 1 takes the data's
+            if mode in ("numpy", "explicit"):
+                source = self(node.input[1])
+            elif mode == "bidirectional":
+                source = broadcast_dims([self.dims(node.input[0]), self(node.input[1])])
+        if source is None or (own is not None and len(source) != len(own)):
             return own
+        if own is None:  # inference knows no shape: where the source names no dim, a symbol of this value's own
+            own = tuple((name, k) for k in range(len(source)))
         # inference's fixed dims stand; where it knows none, the source's dim (an int or a symbol) is this one
-        return tuple(o if isinstance(o, int) else s for o, s in zip(own, source, strict=True))
+        return tuple(o if isinstance(o, int) or s is None else s for o, s in zip(own, source, strict=True))
 
     def __call__(self, name: str) -> Value:
         if name not in self._memo:
-            self._memo[name] = None  # a cycle (none in a valid graph) reads as unknown
-            self._memo[name] = self._value(name)
+            self._upstream_first(name)
         return self._memo[name]
 
     def _value(self, name: str) -> Value:
@@ -140,6 +164,22 @@ class ShapeValues:
             return data[slice(*_clamped(int(starts.reshape(-1)[0]), int(ends.reshape(-1)[0]), len(data)))]
         if op in ("Squeeze", "Unsqueeze"):
             return ins[0] if ins[0] is not None and len(ins[0]) == 1 else None
+        if op == "Reshape":  # to a 1-D value of its length, or a 1-element value to rank 0: the same elements
+            shape = self._constant_of(node.input[1])
+            if ins[0] is None or shape is None or shape.size > 1 or not ins[0] or attrs.get("allowzero", 0):
+                return None
+            return ins[0] if (shape.size == 0 and len(ins[0]) == 1) or \
+                (shape.size == 1 and int(shape.reshape(-1)[0]) in (-1, len(ins[0]))) else None
+        if op in ("Max", "Min", "Sum", "Mean") and len(ins) == 1:
+            return ins[0]
+        if op in ("Mul", "Max") and len(ins) == 2 and ins[0] is not None and ins[1] is not None and \
+                (op == "Max" or self._type_of(node.output[0]) == 7):  # int64: a product of dims does not wrap
+            a, b = ins
+            if len(a) != len(b) and 1 not in (len(a), len(b)):
+                return None
+            n = max(len(a), len(b))
+            pairs = zip(a * n if len(a) == 1 else a, b * n if len(b) == 1 else b, strict=True)
+            return tuple((_times if op == "Mul" else _at_least)(x, y) for x, y in pairs)
         return None
 
 
@@ -171,3 +211,48 @@ def _clamped(start: int, end: int, n: int) -> tuple[int, int]:
     start = start + n if start < 0 else start
     end = end + n if end < 0 else end
     return max(0, min(n, start)), max(0, min(n, end))
+
+
+class Product(tuple):
+    """The product of dims of one value at distinct axes (its symbols, sorted): never negative, and at most that
+    value's element count where none of its dims is 0, as a symbol is a dim that exists."""
+
+
+class AtLeastOne(tuple):
+    """``max(1, e)`` for a symbol or ``Product`` ``e`` (the one element): its non-zero dims multiply as ``e``'s."""
+
+
+def _factors(e: Element) -> list | None:
+    if isinstance(e, Product):
+        return list(e)
+    if isinstance(e, tuple) and not isinstance(e, AtLeastOne) and len(e) == 2 and isinstance(e[1], int):
+        return [e]
+    return None
+
+
+def _times(a: Element, b: Element) -> Element:
+    """``a * b`` for dims: ints multiplied, 1 yields, a product of symbols of one value at distinct axes."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b if abs(a * b) < 2**63 else None
+    if a == 1 or b == 1:
+        return b if a == 1 else a
+    fa, fb = _factors(a), _factors(b)
+    if fa is None or fb is None:
+        return None
+    factors = fa + fb
+    if len({f[0] for f in factors}) != 1 or len(set(factors)) != len(factors):
+        return None
+    return Product(sorted(factors, key=lambda f: f[1]))
+
+
+def _at_least(a: Element, b: Element) -> Element:
+    """``max(a, b)`` for dims: ints compared, an int <= 0 yields to a dim, 1 makes ``AtLeastOne`` of one."""
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    if a == b:
+        return a
+    if isinstance(b, int):
+        a, b = b, a
+    if not isinstance(a, int) or _factors(b) is None:
+        return None
+    return b if a <= 0 else AtLeastOne((b,)) if a == 1 else None
