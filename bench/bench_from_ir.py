@@ -8,10 +8,12 @@ ONNX model's (ratio: median over interleaved rounds; goal of issue 31: at most 1
 (``ir_to_onnx(xml, guards=False)``) instead of the original: what the checks cost per call (goal of issue 32: at
 most 1.03x), with both models' node counts.
 
-Each round times ``--calls`` runs of the original, then of the written model (the order alternates between rounds,
-so that a machine slowing down for a while weighs on both); a round's ratio is written/original of the per-call
-means, and the result is the median of the rounds' ratios with their range. Sessions use ``--threads`` intra-op
-threads (1 by default: on a shared machine more threads measure the neighbours). Both models get the same inputs.
+Each round times ``--calls`` single runs of each model, interleaved call by call (the order alternating), so that a
+machine slowing down for a while weighs on both; a round's ratio is written/original of the median call, and the
+result is the median of the rounds' ratios with their range. A second session of the original runs in the same
+interleaving: its ratio to the first (``control``) is what the machine's noise alone makes of two equal models.
+Sessions use ``--threads`` intra-op threads (1 by default: on a shared machine more threads measure the
+neighbours). Both models get the same inputs.
 """
 
 from __future__ import annotations
@@ -67,28 +69,34 @@ def _feeds_for(session: object, feeds: dict, order: list[str]) -> dict:
 
 def per_call_ratio(original: Path, written: Path, model: CorpusModel, rounds: int, threads: int,
                    calls: int | None) -> dict:
-    """Per-call times of both models and their ratio, over interleaved rounds."""
-    base, ours = _session(original, threads), _session(written, threads)
+    """Per-call times of both models and their ratio, over rounds of single calls interleaved call by call, with a
+    second session of the original in the same interleaving as the control (its ratio is the noise)."""
+    base, control, ours = _session(original, threads), _session(original, threads), _session(written, threads)
     feeds = model.feeds()
     order = list(model.inputs)
     base_feeds, our_feeds = _feeds_for(base, feeds, order), _feeds_for(ours, feeds, order)
-    for _ in range(2):  # warm-up, not counted
-        base.run(None, base_feeds)
-        ours.run(None, our_feeds)
+    runs = [(base, base_feeds), (control, base_feeds), (ours, our_feeds)]
+    for session, session_feeds in runs * 2:  # warm-up, not counted
+        session.run(None, session_feeds)
     if calls is None:
-        calls = max(1, min(200, int(0.2 / max(_per_call(base, base_feeds, 3), 1e-6))))
-    ratios, base_times, our_times = [], [], []
-    for index in range(rounds):
-        if index % 2:
-            our_time, base_time = _per_call(ours, our_feeds, calls), _per_call(base, base_feeds, calls)
-        else:
-            base_time, our_time = _per_call(base, base_feeds, calls), _per_call(ours, our_feeds, calls)
+        calls = max(3, min(200, int(0.2 / max(_per_call(base, base_feeds, 3), 1e-6))))
+    ratios, controls, base_times, our_times = [], [], [], []
+    for _ in range(rounds):
+        times: list[list[float]] = [[], [], []]
+        for call in range(calls):
+            for k in (0, 1, 2) if call % 2 else (2, 1, 0):
+                session, session_feeds = runs[k]
+                start = time.perf_counter()
+                session.run(None, session_feeds)
+                times[k].append(time.perf_counter() - start)
+        base_time, control_time, our_time = (statistics.median(t) for t in times)
         base_times.append(base_time)
         our_times.append(our_time)
         ratios.append(our_time / base_time)
+        controls.append(control_time / base_time)
     return {"calls_per_round": calls, "original_ms": 1e3 * statistics.median(base_times),
             "written_ms": 1e3 * statistics.median(our_times), "ratio": statistics.median(ratios),
-            "ratio_min": min(ratios), "ratio_max": max(ratios)}
+            "ratio_min": min(ratios), "ratio_max": max(ratios), "control_ratio": statistics.median(controls)}
 
 
 def _bare(xml: Path, written: Path, folder: Path, found: dict) -> Path:
@@ -140,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     onnxruntime.set_default_logger_severity(3)
     print(f"onnxruntime {onnxruntime.__version__}, {args.rounds} rounds, {args.threads} thread(s); "
           f"goal: written/{base} per call <= {goal}")
-    print(f"{'model':20} {'from-ir s':>9} {base + ' ms':>11} {'written ms':>10} {'ratio':>6} {'range':>13}"
+    print(f"{'model':20} {'from-ir s':>9} {base + ' ms':>11} {'written ms':>10} {'ratio':>6} {'range':>13} "
+          f"{'control':>7}"
           + ("  nodes written/bare" if args.against_bare else ""))
     results = []
     with tempfile.TemporaryDirectory() as folder:
@@ -151,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                 nodes = f"  {found['nodes_guarded']}/{found['nodes_bare']}" if "nodes_bare" in found else ""
                 print(f"{model.name:20} {found['from_ir_s']:9.2f} {found['original_ms']:11.3f} "
                       f"{found['written_ms']:10.3f} {found['ratio']:6.3f} "
-                      f"{found['ratio_min']:6.3f}-{found['ratio_max']:<6.3f}{nodes}", flush=True)
+                      f"{found['ratio_min']:6.3f}-{found['ratio_max']:<6.3f} {found['control_ratio']:7.3f}{nodes}",
+                      flush=True)
             else:
                 why = found.get("error") or f"exit {found['from_ir_exit']}: {found['from_ir_message']}"
                 print(f"{model.name:20} {found['from_ir_s']:9.2f} {why}", flush=True)
