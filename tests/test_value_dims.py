@@ -29,7 +29,7 @@ def _scalar(name: str, value: int) -> onnx.NodeProto:
 
 
 N = helper.make_node
-# name: (inputs {name: dims}, nodes, the value whose facts are checked, "dims" or "value", what must be named)
+# name: (inputs {name: dims}, nodes, "dims" or "value" (of "out"), the elements that must be named)
 CASES: dict[str, tuple] = {
     "add": ({"x": ["a", "b"], "y": ["c", "b2"]}, [N("Add", ["x", "y"], ["out"])], "dims", ()),
     "add_row": ({"x": ["a", "b"], "y": ["b2"]}, [N("Add", ["x", "y"], ["out"])], "dims", (0,)),
@@ -53,7 +53,7 @@ CASES: dict[str, tuple] = {
                          [N("Shape", ["y"], ["s"]), N("Reshape", ["x", "s"], ["out"])], "dims", ()),
     "reshape_to_shape_allowzero": ({"x": ["a", "b"], "y": ["c", "d"]},
                                    [N("Shape", ["y"], ["s"]), N("Reshape", ["x", "s"], ["out"], allowzero=1)],
-                                   "dims", (0, 1)),
+                                   "dims", ()),
     "reshape_to_own": ({"x": ["a", "b", "c"]},
                        [N("Shape", ["x"], ["s"]), _i64("i", [0, 1]), N("Gather", ["s", "i"], ["ab"]),
                         _i64("m", [-1]), N("Concat", ["ab", "m"], ["t"], axis=0), N("Reshape", ["x", "t"], ["out"])],
@@ -71,7 +71,7 @@ CASES: dict[str, tuple] = {
     "reduce_attr_axes": ({"x": ["a", "b"]}, [N("ReduceMax", ["x"], ["out"], axes=[0], keepdims=1)], "dims", (0, 1)),
     "reduce_all": ({"x": ["a", "b"]}, [N("ReduceMean", ["x"], ["out"], keepdims=0)], "dims", ()),
     "reduce_noop": ({"x": ["a", "b"]}, [_i64("ax", []), N("ReduceSum", ["x", "ax"], ["out"], noop_with_empty_axes=1)],
-                    "dims", (0, 1)),
+                    "dims", ()),
     "squeeze": ({"x": ["a", 1, "b"]}, [_i64("ax", [1]), N("Squeeze", ["x", "ax"], ["out"])], "dims", (0, 1)),
     "unsqueeze": ({"x": ["a", "b"]}, [_i64("ax", [0, -1]), N("Unsqueeze", ["x", "ax"], ["out"])], "dims",
                   (0, 1, 2, 3)),
@@ -150,10 +150,22 @@ def _session(runtime: str, model: onnx.ModelProto) -> object:
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
 
 
+# what a runtime older than the one measured right computes otherwise: (case, runtime) -> (right from, reason)
+OLDER_RUNTIMES_DIFFER = {
+    ("reduce_keep", "onnxruntime"): ((1, 32), "ONNX Runtime 1.20 reduces an empty axis with keepdims to a dim of 0, "
+                                              "not 1 (ONNX's rule, which onnx's shape inference states too)"),
+}
+
+
 @pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_named_dims_and_values_are_what_every_run_computes(case: str, runtime: str) -> None:
+def test_named_dims_and_values_are_what_every_run_computes(case: str, runtime: str,
+                                                           request: pytest.FixtureRequest) -> None:
     """In ONNX Runtime and in OpenVINO's CPU plugin (which run the converted models)."""
+    if (case, runtime) in OLDER_RUNTIMES_DIFFER:
+        right_from, reason = OLDER_RUNTIMES_DIFFER[case, runtime]
+        if tuple(int(p) for p in ort.__version__.split(".")[:2]) < right_from:
+            request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
     inputs, nodes, kind, named = CASES[case]
     facts = _facts(_model(inputs, nodes, ["out"]), "out", kind)
     assert facts is not None, "the facts name nothing"

@@ -88,13 +88,19 @@ def _matmul(a: Value, b: Value) -> Value:
     if len(a) == 1:
         return (*b[:-2], b[-1])
     batch = broadcast_dims([a[:-2], b[:-2]])
-    return None if batch is None else (*batch, a[-2], b[-1])
+    if batch is None:
+        return None
+    # a batch dim of 1 meeting a symbol names nothing: ONNX Runtime 1.20 makes 1 of (1,) and (0,) there
+    padded = [(None,) * (len(batch) - len(d)) + tuple(d) for d in (a[:-2], b[:-2])]
+    batch = tuple(None if 1 in (x, y) and (isinstance(x, tuple) or isinstance(y, tuple)) else e
+                  for e, x, y in zip(batch, *padded, strict=True))
+    return (*batch, a[-2], b[-1])
 
 
 def _reshape(source: Value, shape: Value, allowzero: bool) -> Value:
-    """A dim the shape input names is the output's: an int >= 1, or a symbol where it cannot be a 0 that copies
-    (``allowzero`` set, or the input's dim there is that symbol); a 0 copies the input's dim (without
-    ``allowzero``); one -1 is what the element counts leave, where they cancel."""
+    """A dim the shape input names is the output's: an int >= 1, or a symbol where a 0 there would copy the same
+    symbol (the input's dim there is that symbol); a 0 copies the input's dim (without ``allowzero``); one -1 is
+    what the element counts leave, where they cancel."""
     if shape is None:
         return None
     out: list[Element] = []
@@ -102,8 +108,8 @@ def _reshape(source: Value, shape: Value, allowzero: bool) -> Value:
         copied = source[k] if source is not None and k < len(source) else None
         if isinstance(e, int) and not isinstance(e, bool):
             out.append(e if e >= 1 or (e == 0 and allowzero) else copied if e == 0 else None)
-        elif isinstance(e, tuple):
-            out.append(e if allowzero or copied == e else None)
+        elif isinstance(e, tuple):  # (not with ``allowzero`` either: OpenVINO 2026.0 copies the dim there too)
+            out.append(e if copied == e else None)
         else:
             out.append(None)
     if shape.count(-1) == 1 and source is not None and None not in source and out.count(None) == 1:
@@ -148,7 +154,7 @@ def _reduced(node: NodeProto, source: Value, attrs: dict, constant: Constant) ->
         axes = []
     if not axes:
         if attrs.get("noop_with_empty_axes", 0):
-            return source
+            return None  # ONNX Runtime 1.20 reduces an empty input over every axis there
         axes = list(range(len(source)))
     rank = len(source)
     if any(not -rank <= a < rank for a in axes):
