@@ -42,6 +42,8 @@ CASES: dict[str, tuple] = {
     "matmul": ({"x": ["a", "m", "k"], "y": ["k2", 4]}, [N("MatMul", ["x", "y"], ["out"])], "dims", (0, 1, 2)),
     "matmul_batch": ({"x": ["a", 1, "m", "k"], "y": ["b", "k2", "n"]}, [N("MatMul", ["x", "y"], ["out"])], "dims",
                      (2, 3)),
+    "matmul_batch_empty": ({"x": [0, "m", "k"], "y": ["b", "k2", "n"]}, [N("MatMul", ["x", "y"], ["out"])], "dims",
+                           (1, 2)),
     "matmul_vector": ({"x": ["k"], "y": ["a", "k2", "n"]}, [N("MatMul", ["x", "y"], ["out"])], "dims", (0, 1)),
     "matmul_by_vector": ({"x": ["a", "m", "k"], "y": ["k2"]}, [N("MatMul", ["x", "y"], ["out"])], "dims", (0, 1)),
     "reshape_copy": ({"x": ["a", 6]}, [_i64("s", [0, 2, 3]), N("Reshape", ["x", "s"], ["out"])], "dims",
@@ -167,6 +169,8 @@ def test_named_dims_and_values_are_what_every_run_computes(case: str, runtime: s
         if tuple(int(p) for p in ort.__version__.split(".")[:2]) < right_from:
             request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
     inputs, nodes, kind, named = CASES[case]
+    if runtime == "openvino" and any(d == 0 for dims in inputs.values() for d in dims):
+        pytest.skip("OpenVINO's CPU plugin does not compile an input declared with a dim of 0")
     facts = _facts(_model(inputs, nodes, ["out"]), "out", kind)
     assert facts is not None, "the facts name nothing"
     for k in named:

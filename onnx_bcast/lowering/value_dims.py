@@ -87,14 +87,14 @@ def _matmul(a: Value, b: Value) -> Value:
         return a[:-1]
     if len(a) == 1:
         return (*b[:-2], b[-1])
-    batch = broadcast_dims([a[:-2], b[:-2]])
-    if batch is None:
-        return None
-    # a batch dim of 1 meeting a symbol names nothing: ONNX Runtime 1.20 makes 1 of (1,) and (0,) there
-    padded = [(None,) * (len(batch) - len(d)) + tuple(d) for d in (a[:-2], b[:-2])]
-    batch = tuple(None if 1 in (x, y) and (isinstance(x, tuple) or isinstance(y, tuple)) else e
-                  for e, x, y in zip(batch, *padded, strict=True))
+    # a batch dim is named where both sides have it, or one side alone: ONNX Runtime 1.20 makes 1 of (1,) and (0,)
+    rank = max(len(a), len(b)) - 2
+    padded = [(_ABSENT,) * (rank + 2 - len(d)) + tuple(d[:-2]) for d in (a, b)]
+    batch = tuple(x if x == y or y is _ABSENT else y if x is _ABSENT else None for x, y in zip(*padded, strict=True))
     return (*batch, a[-2], b[-1])
+
+
+_ABSENT = object()  # a batch axis one side of a MatMul does not have
 
 
 def _reshape(source: Value, shape: Value, allowzero: bool) -> Value:
