@@ -16,6 +16,7 @@ from onnx import TensorProto
 from onnx_bcast.converters.empty_vectors import empty_unless_long
 from onnx_bcast.converters.guard_facts import GuardFacts
 from onnx_bcast.lowering.binding import Bound
+from onnx_bcast.lowering.check_forms import check_name
 from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.ops.common import MAX_ELEMENTS, MAX_RANK, nonzero_product
 
@@ -136,7 +137,7 @@ class Guard:
         """
         rules = "; ".join(dict.fromkeys(rule for _, rule in self.conditions))
         return self.emit.check_token([condition for condition, _ in self.conditions],
-                                     f"{self.bound.label}/guard: {rules}")
+                                     check_name(self.bound.label, rules))
 
     def facts(self) -> GuardFacts:
         """What the emitted nodes are known to hold before the run."""

@@ -14,12 +14,19 @@ _POISON = 2**28  # a failed check's token, per probe value: fits int32 (OpenVINO
 _FALSE = helper.make_tensor("value", TensorProto.BOOL, [1], [False])  # the lead's tensor: a byte an element
 _DIMS_KEPT = frozenset({"Gather", "Slice", "Squeeze", "Unsqueeze"})  # some of a tensor's dims in, dims out
 PROBE_PAIR_SUFFIX = " (reshaped)"  # the second probe of a check's pair (``check_token``)
+GUARD_MARK = "/guard: "  # between our node's label and the rules, in the name of a check's probe (``check_name``)
+
+
+def check_name(label: str, rules: str) -> str:
+    """The name of the node that fails a run where our node ``label`` breaks ``rules``: ONNX Runtime's message
+    names it, and ``ort/run_failures`` reads the label and rules back from it."""
+    return f"{label}{GUARD_MARK}{rules}"
 
 
 def run_time_checks(names: Iterable[str]) -> int:
     """How many run-time checks nodes with these names hold: each check is one probe pair, ``<node>/guard: <rules>``
     and the same name with ``PROBE_PAIR_SUFFIX``, and counts once."""
-    return sum(1 for name in names if "/guard: " in name and not name.endswith(PROBE_PAIR_SUFFIX))
+    return sum(1 for name in names if GUARD_MARK in name and not name.endswith(PROBE_PAIR_SUFFIX))
 
 
 class CheckForms:
@@ -30,7 +37,8 @@ class CheckForms:
         self.require(9, "a run-time rank check")
         shape = self.shape(x)
         over = self.standard("Greater", [self.shape(shape), self.const_i64([limit], "rank_limit")])
-        token = self.check_token([self.standard("Not", [over])], f"{self.node_name}/guard: ranks are at most {limit}")
+        token = self.check_token([self.standard("Not", [over])],
+                                 check_name(self.node_name, f"ranks are at most {limit}"))
         return self.tied(x, shape, token)
 
     def const_f64(self, values: Sequence[float], hint: str = "const") -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, helper
 
+from onnx_bcast.lowering.check_forms import check_name
 from onnx_bcast.lowering.declaring import Declared
 from onnx_bcast.lowering.emitter import Emitter
 from onnx_bcast.model.walk import NameGenerator, subgraphs
@@ -97,7 +98,7 @@ def check_scalar_inputs(model: ModelProto, wanted: dict[str, ScalarCheck], opset
     for name, check in wanted.items():
         label, elem = check.label, check.elem
         checked = renamed[name] = names(f"{name}_rank0")
-        node_name = f"{label}/guard: " + RULE.format(name=name)
+        node_name = check_name(label, RULE.format(name=name))
         wide = _EXACT_IN.get(elem)
         if elem in _EINSUM_TYPES:
             checks.append(helper.make_node("Einsum", [name], [checked], name=node_name, equation="->"))

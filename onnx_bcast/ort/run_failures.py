@@ -10,6 +10,7 @@ import numpy as np
 from onnx import ModelProto
 
 from onnx_bcast.errors import BroadcastError, fmt_shape
+from onnx_bcast.lowering.check_forms import GUARD_MARK
 from onnx_bcast.lowering.declaring import declare, node_label
 from onnx_bcast.lowering.scalar_inputs import RULE as SCALAR_RULE
 from onnx_bcast.model.walk import node_lists
@@ -34,9 +35,9 @@ def failed_node(exc: BaseException) -> str | None:
 def failed_guard(exc: BaseException) -> tuple[str, str] | None:
     """(node, rule) of the run-time check that failed, from ONNX Runtime's message naming the guard node."""
     name = failed_node(exc)
-    if name is None or "/guard: " not in name:
+    if name is None or GUARD_MARK not in name:
         return None
-    label, rule = name.split("/guard: ", 1)
+    label, rule = name.split(GUARD_MARK, 1)
     return label, rule
 
 
