@@ -14,8 +14,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from onnx_bcast.lowering.shape_values import AtLeastOne, Product, ShapeValues
+from onnx_bcast.lowering.shape_values import ShapeValues
 from onnx_bcast.lowering.static_facts import StaticFacts
+from onnx_bcast.lowering.value_dims import AtLeastOne, Product
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 
@@ -200,3 +201,23 @@ def test_a_chain_of_thousands_of_standard_ops_is_followed_without_recursion() ->
     nodes = [N("Relu", ["x"], ["v0"])] + [N("Add", [f"v{i}", "c"], [f"v{i + 1}"]) for i in range(3000)]
     model = _model({"x": ["a", "b"], "c": ["k"]}, nodes, ["v3000"])
     assert _facts(model, "v3000", "dims")[0] == ("x", 0)
+
+
+def test_following_dims_never_asks_for_a_float_weight() -> None:
+    """Cost follows the graph: a weight the dims pass through (``Add(x, w)``, w float [4]) is never read."""
+    nodes = [N("Add", ["x", "w"], ["y"]), N("Shape", ["y"], ["s"]), N("Reshape", ["y", "s"], ["out"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, ["a", 4])],
+                              [helper.make_tensor_value_info("out", F, None)],
+                              [helper.make_tensor("w", F, [4], [1.0, 2.0, 3.0, 4.0])])
+    model = helper.make_model(graph, ir_version=9, opset_imports=[helper.make_opsetid("", 17)])
+    facts = StaticFacts(model)
+    asked: list[str] = []
+
+    def constant_of(name: str) -> np.ndarray | None:
+        asked.append(name)
+        return facts.values.get(name)
+
+    producers = {out: node for node in model.graph.node for out in node.output}
+    values = ShapeValues(producers, facts.shapes.get, constant_of, facts.types.get)
+    assert values.dims("out") == (("x", 0), 4)
+    assert "w" not in asked, asked

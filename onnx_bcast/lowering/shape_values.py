@@ -17,7 +17,7 @@ from onnx import NodeProto, helper
 
 from onnx_bcast.errors import BroadcastError
 from onnx_bcast.lowering.static_facts import Dims
-from onnx_bcast.lowering.value_dims import broadcast_dims, output_dims
+from onnx_bcast.lowering.value_dims import at_least, broadcast_dims, output_dims, times
 from onnx_bcast.onnx_defs.inference import attribute_value
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.broadcast import canonical_mode
@@ -26,6 +26,9 @@ from onnx_bcast.ops.elementwise import ELEMENTWISE_OPS
 Element = int | tuple[str, int] | None
 Value = tuple[Element, ...] | None
 MAX_LENGTH = 64  # a shape-like value longer than any rank is not followed
+_INTEGER_TYPES = frozenset({2, 3, 4, 5, 6, 7, 12, 13})  # uint8, int8, uint16, int16, int32, int64, uint32, uint64
+_FOLLOWED = frozenset({"Shape", "Constant", "Identity", "Cast", "Concat", "Gather", "Slice", "Squeeze", "Unsqueeze",
+                       "Reshape", "Max", "Min", "Sum", "Mean", "Mul"})  # the ops ``_node_value`` follows
 
 
 # ops whose output has their first input's shape whenever they run (unary, or with attributes only)
@@ -114,13 +117,18 @@ class ShapeValues:
         return self._memo[name]
 
     def _value(self, name: str) -> Value:
+        elem = self._type_of(name)
+        if elem is not None and elem not in _INTEGER_TYPES:  # a float weight's data is never read here
+            return None
+        node = self._producers.get(name)
+        if node is not None and (node.domain not in ("", "ai.onnx") or node.op_type not in _FOLLOWED):
+            return None
         constant = self._constant_of(name)
         if constant is not None:
             if constant.ndim > 1 or constant.size > MAX_LENGTH or constant.dtype.kind not in "iu":
                 return None
             return tuple(int(v) for v in constant.reshape(-1).tolist())
-        node = self._producers.get(name)
-        if node is None or node.domain not in ("", "ai.onnx"):
+        if node is None:
             return None
         try:
             return self._node_value(node)
@@ -179,7 +187,7 @@ class ShapeValues:
                 return None
             n = max(len(a), len(b))
             pairs = zip(a * n if len(a) == 1 else a, b * n if len(b) == 1 else b, strict=True)
-            return tuple((_times if op == "Mul" else _at_least)(x, y) for x, y in pairs)
+            return tuple((times if op == "Mul" else at_least)(x, y) for x, y in pairs)
         return None
 
 
@@ -212,47 +220,3 @@ def _clamped(start: int, end: int, n: int) -> tuple[int, int]:
     end = end + n if end < 0 else end
     return max(0, min(n, start)), max(0, min(n, end))
 
-
-class Product(tuple):
-    """The product of dims of one value at distinct axes (its symbols, sorted): never negative, and at most that
-    value's element count where none of its dims is 0, as a symbol is a dim that exists."""
-
-
-class AtLeastOne(tuple):
-    """``max(1, e)`` for a symbol or ``Product`` ``e`` (the one element): its non-zero dims multiply as ``e``'s."""
-
-
-def _factors(e: Element) -> list | None:
-    if isinstance(e, Product):
-        return list(e)
-    if isinstance(e, tuple) and not isinstance(e, AtLeastOne) and len(e) == 2 and isinstance(e[1], int):
-        return [e]
-    return None
-
-
-def _times(a: Element, b: Element) -> Element:
-    """``a * b`` for dims: ints multiplied, 1 yields, a product of symbols of one value at distinct axes."""
-    if isinstance(a, int) and isinstance(b, int):
-        return a * b if abs(a * b) < 2**63 else None
-    if a == 1 or b == 1:
-        return b if a == 1 else a
-    fa, fb = _factors(a), _factors(b)
-    if fa is None or fb is None:
-        return None
-    factors = fa + fb
-    if len({f[0] for f in factors}) != 1 or len(set(factors)) != len(factors):
-        return None
-    return Product(sorted(factors, key=lambda f: f[1]))
-
-
-def _at_least(a: Element, b: Element) -> Element:
-    """``max(a, b)`` for dims: ints compared, an int <= 0 yields to a dim, 1 makes ``AtLeastOne`` of one."""
-    if isinstance(a, int) and isinstance(b, int):
-        return max(a, b)
-    if a == b:
-        return a
-    if isinstance(b, int):
-        a, b = b, a
-    if not isinstance(a, int) or _factors(b) is None:
-        return None
-    return b if a <= 0 else AtLeastOne((b,)) if a == 1 else None

@@ -4,7 +4,8 @@ them: the forward rules ``ShapeValues.dims`` follows through the graph.
 A rule here may use only what the op itself enforces when it runs (ONNX Runtime, ``onnx.reference`` and OpenVINO
 fail otherwise): broadcasting inputs meet, a ``Reshape`` keeps its element count, ``Concat``'s inputs agree off its
 axis. A dim no rule can name is None: the caller keeps inference's own (a symbol of that output, equal only to
-itself). A symbol may be 0 or 1 at run time, so it never stands for a 1 or stands in for another symbol.
+itself). A symbol may be 0 or 1 at run time, so it never stands for a 1 or stands in for another symbol. The
+arithmetic of dims that shape vectors compute (``times``, ``at_least``) makes a ``Product`` or an ``AtLeastOne``.
 """
 
 from __future__ import annotations
@@ -199,3 +200,48 @@ def _concat(operands: Sequence[Value], axis: int | None) -> Value:
         else:
             out.append(met[0] if len(set(met)) == 1 else None)
     return tuple(out)
+
+
+class Product(tuple):
+    """The product of dims of one value at distinct axes (its symbols, sorted): never negative, and at most that
+    value's element count where none of its dims is 0, as a symbol is a dim that exists."""
+
+
+class AtLeastOne(tuple):
+    """``max(1, e)`` for a symbol or ``Product`` ``e`` (the one element): its non-zero dims multiply as ``e``'s."""
+
+
+def _factors(e: Element) -> list | None:
+    if isinstance(e, Product):
+        return list(e)
+    if isinstance(e, tuple) and not isinstance(e, AtLeastOne) and len(e) == 2 and isinstance(e[1], int):
+        return [e]
+    return None
+
+
+def times(a: Element, b: Element) -> Element:
+    """``a * b`` for dims: ints multiplied, 1 yields, a product of symbols of one value at distinct axes."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b if abs(a * b) < 2**63 else None
+    if a == 1 or b == 1:
+        return b if a == 1 else a
+    fa, fb = _factors(a), _factors(b)
+    if fa is None or fb is None:
+        return None
+    factors = fa + fb
+    if len({f[0] for f in factors}) != 1 or len(set(factors)) != len(factors):
+        return None
+    return Product(sorted(factors, key=lambda f: f[1]))
+
+
+def at_least(a: Element, b: Element) -> Element:
+    """``max(a, b)`` for dims: ints compared, an int <= 0 yields to a dim, 1 makes ``AtLeastOne`` of one."""
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    if a == b:
+        return a
+    if isinstance(b, int):
+        a, b = b, a
+    if not isinstance(a, int) or _factors(b) is None:
+        return None
+    return b if a <= 0 else AtLeastOne((b,)) if a == 1 else None
