@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import sys
@@ -93,6 +94,18 @@ def test_module_runs_as_main() -> None:
     assert proc.stdout.startswith("usage: onnx-bcast")
     for command in SUBCOMMANDS:
         assert command in proc.stdout
+
+
+def test_a_reader_that_stops_reading_ends_the_command_quietly(tmp_path: Path) -> None:
+    """``onnx-bcast convert ... | head -1``: the pipe closes, and the command ends as SIGPIPE would end it (status
+    141), without a message saying the model had a problem."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    proc = subprocess.run([sys.executable, "-m", "onnx_bcast", "convert", str(MODELS_DIR / "expand_modes.onnx"),
+                           "-o", str(tmp_path / "out.onnx")], stdout=write_end, stderr=subprocess.PIPE, text=True,
+                          timeout=300)
+    os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (141, "")
 
 
 def test_demo_says_yes_for_every_bundled_model() -> None:

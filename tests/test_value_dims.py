@@ -14,9 +14,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
+from onnx_bcast.lowering.dim_arithmetic import AtLeastOne, Product
 from onnx_bcast.lowering.shape_values import ShapeValues
 from onnx_bcast.lowering.static_facts import StaticFacts
-from onnx_bcast.lowering.value_dims import AtLeastOne, Product
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 
@@ -27,6 +27,11 @@ def _i64(name: str, values: list[int]) -> onnx.NodeProto:
 
 def _scalar(name: str, value: int) -> onnx.NodeProto:
     return helper.make_node("Constant", [], [name], value=helper.make_tensor(name, I64, [], [value]))
+
+
+def _f32w(name: str, shape: list[int]) -> onnx.NodeProto:
+    size = int(np.prod(shape))
+    return helper.make_node("Constant", [], [name], value=helper.make_tensor(name, F, shape, [0.5] * size))
 
 
 N = helper.make_node
@@ -65,6 +70,18 @@ CASES: dict[str, tuple] = {
                                [N("Shape", ["x"], ["s"]), _i64("i", [0]), N("Gather", ["s", "i"], ["a_"]),
                                 _i64("k", [-1]), N("Concat", ["a_", "k"], ["t"], axis=0),
                                 N("Reshape", ["x", "t"], ["out"])], "dims", (0,)),
+    "slice_whole": ({"x": ["a", "b"]}, [_i64("s", [0]), _i64("e", [2**63 - 1]), _i64("ax", [1]),
+                                        N("Slice", ["x", "s", "e", "ax"], ["out"])], "dims", (0, 1)),
+    "slice_ints": ({"x": ["a", 7]}, [_i64("s", [1, -1]), _i64("e", [-1, -8]), _i64("ax", [1, 0]), _i64("st", [2, -1]),
+                                     N("Slice", ["x", "s", "e", "ax", "st"], ["out"])], "dims", (1,)),
+    "slice_part": ({"x": ["a", "b"]}, [_i64("s", [1]), _i64("e", [2**63 - 1]), N("Slice", ["x", "s", "e"], ["out"])],
+                   "dims", (1,)),
+    "slice_to_big": ({"x": ["a", "b"]}, [_i64("s", [0]), _i64("e", [2]), N("Slice", ["x", "s", "e"], ["out"])], "dims",
+                     (1,)),
+    "conv_1x1": ({"x": ["n", 2, "h", "w"]}, [_f32w("w", [3, 2, 1, 1]), N("Conv", ["x", "w"], ["out"])], "dims",
+                 (0, 1, 2, 3)),
+    "conv_3x3": ({"x": ["n", 2, "h", "w"]},
+                 [_f32w("w", [3, 2, 3, 3]), N("Conv", ["x", "w"], ["out"], pads=[1, 1, 1, 1])], "dims", (0, 1)),
     "transpose": ({"x": ["a", "b", 3]}, [N("Transpose", ["x"], ["out"], perm=[2, 0, 1])], "dims", (0, 1, 2)),
     "transpose_default": ({"x": ["a", 2]}, [N("Transpose", ["x"], ["out"])], "dims", (0, 1)),
     "reduce_input_axes": ({"x": ["a", "b", "c"]}, [_i64("ax", [1]), N("ReduceSum", ["x", "ax"], ["out"], keepdims=0)],

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import io
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from onnx_bcast.ort.providers import ProviderError
 logger = logging.getLogger("onnx_bcast.cli.main")
 
 EXIT_OK, EXIT_MODEL, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + 13  # the status of a command that SIGPIPE ended, as the shell reports it
 MAX_MESSAGE = 2000  # characters of an error message shown (ORT's may hold a whole graph dump)
 
 
@@ -197,6 +199,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with quiet:
             return HANDLERS[args.handler](args)
+    except BrokenPipeError:  # what read our output stopped reading (``| head -1``): no message, SIGPIPE's status
+        if args.debug:
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())  # nor one when Python flushes at exit
+        return EXIT_BROKEN_PIPE
     except ProviderError as err:  # a usage error found only when ONNX Runtime is asked what it offers
         if args.debug:
             raise

@@ -16,8 +16,9 @@ import numpy as np
 from onnx import NodeProto, helper
 
 from onnx_bcast.errors import BroadcastError
+from onnx_bcast.lowering.dim_arithmetic import at_least, times
 from onnx_bcast.lowering.static_facts import Dims
-from onnx_bcast.lowering.value_dims import at_least, broadcast_dims, output_dims, times
+from onnx_bcast.lowering.value_dims import broadcast_dims, output_dims
 from onnx_bcast.onnx_defs.inference import attribute_value
 from onnx_bcast.ops import SPEC_BY_NAME
 from onnx_bcast.ops.broadcast import canonical_mode

@@ -4,8 +4,7 @@ them: the forward rules ``ShapeValues.dims`` follows through the graph.
 A rule here may use only what the op itself enforces when it runs (ONNX Runtime, ``onnx.reference`` and OpenVINO
 fail otherwise): broadcasting inputs meet, a ``Reshape`` keeps its element count, ``Concat``'s inputs agree off its
 axis. A dim no rule can name is None: the caller keeps inference's own (a symbol of that output, equal only to
-itself). A symbol may be 0 or 1 at run time, so it never stands for a 1 or stands in for another symbol. The
-arithmetic of dims that shape vectors compute (``times``, ``at_least``) makes a ``Product`` or an ``AtLeastOne``.
+itself). A symbol may be 0 or 1 at run time, so it never stands for a 1 or stands in for another symbol.
 """
 
 from __future__ import annotations
@@ -55,6 +54,10 @@ def output_dims(node: NodeProto, dims: Dims, values: Dims, constant: Constant) -
         return _squeezed(op, dims(node.input[0]), axes)
     if op == "Concat":
         return _concat([dims(name) for name in node.input], attrs.get("axis"))
+    if op == "Slice" and len(node.input) >= 3:
+        return _sliced(dims(node.input[0]), *(_ints(constant, node.input[k:k + 1]) for k in range(1, 5)))
+    if op == "Conv" and len(node.input) >= 2:
+        return _conv(dims(node.input[0]), dims(node.input[1]), attrs)
     return None
 
 
@@ -165,6 +168,44 @@ def _reduced(node: NodeProto, source: Value, attrs: dict, constant: Constant) ->
     return tuple(1 if k in gone else d for k, d in enumerate(source) if keep or k not in gone)
 
 
+INT64_MAX = 2**63 - 1
+
+
+def _sliced(source: Value, starts: list[int] | None, ends: list[int] | None, axes: list[int] | None,
+            steps: list[int] | None) -> Value:
+    """Dims off the sliced axes stay; a sliced int dim is what numpy's slice leaves (ONNX's rule); a sliced symbol
+    stays only where the slice is the whole axis (start 0, end at least INT64_MAX, step 1)."""
+    if source is None or starts is None or ends is None or len(starts) != len(ends):
+        return None
+    rank = len(source)
+    axes = list(range(len(starts))) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    if len(axes) != len(starts) or len(steps) != len(starts) or any(not -rank <= a < rank for a in axes) or \
+            len({a % rank for a in axes}) != len(axes) or 0 in steps:
+        return None
+    out = list(source)
+    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
+        d = source[axis % rank]
+        if isinstance(d, int):
+            out[axis % rank] = len(range(*slice(start, end, step).indices(d)))
+        elif not (start == 0 and end >= INT64_MAX and step == 1):
+            out[axis % rank] = None
+    return tuple(out)
+
+
+def _conv(x: Value, w: Value, attrs: dict) -> Value:
+    """The batch dim is the input's and the channels the weight's first; a spatial dim stays where the kernel
+    leaves it (1 wide, stride and dilation 1, no padding)."""
+    if x is None or w is None or len(x) < 3 or len(w) != len(x):
+        return None
+    spatial = len(x) - 2
+    kernel = list(attrs.get("kernel_shape", w[2:]))
+    unit = attrs.get("auto_pad", b"NOTSET") in (b"NOTSET", b"VALID") and \
+        all(list(attrs.get(name, [default] * size)) == [default] * size
+            for name, default, size in (("strides", 1, spatial), ("dilations", 1, spatial), ("pads", 0, 2 * spatial)))
+    return (x[0], w[0], *(d if unit and k == 1 else None for d, k in zip(x[2:], kernel, strict=True)))
+
+
 def _squeezed(op: str, source: Value, axes: Sequence[int] | None) -> Value:
     if source is None or axes is None:
         return None
@@ -201,47 +242,3 @@ def _concat(operands: Sequence[Value], axis: int | None) -> Value:
             out.append(met[0] if len(set(met)) == 1 else None)
     return tuple(out)
 
-
-class Product(tuple):
-    """The product of dims of one value at distinct axes (its symbols, sorted): never negative, and at most that
-    value's element count where none of its dims is 0, as a symbol is a dim that exists."""
-
-
-class AtLeastOne(tuple):
-    """``max(1, e)`` for a symbol or ``Product`` ``e`` (the one element): its non-zero dims multiply as ``e``'s."""
-
-
-def _factors(e: Element) -> list | None:
-    if isinstance(e, Product):
-        return list(e)
-    if isinstance(e, tuple) and not isinstance(e, AtLeastOne) and len(e) == 2 and isinstance(e[1], int):
-        return [e]
-    return None
-
-
-def times(a: Element, b: Element) -> Element:
-    """``a * b`` for dims: ints multiplied, 1 yields, a product of symbols of one value at distinct axes."""
-    if isinstance(a, int) and isinstance(b, int):
-        return a * b if abs(a * b) < 2**63 else None
-    if a == 1 or b == 1:
-        return b if a == 1 else a
-    fa, fb = _factors(a), _factors(b)
-    if fa is None or fb is None:
-        return None
-    factors = fa + fb
-    if len({f[0] for f in factors}) != 1 or len(set(factors)) != len(factors):
-        return None
-    return Product(sorted(factors, key=lambda f: f[1]))
-
-
-def at_least(a: Element, b: Element) -> Element:
-    """``max(a, b)`` for dims: ints compared, an int <= 0 yields to a dim, 1 makes ``AtLeastOne`` of one."""
-    if isinstance(a, int) and isinstance(b, int):
-        return max(a, b)
-    if a == b:
-        return a
-    if isinstance(b, int):
-        a, b = b, a
-    if not isinstance(a, int) or _factors(b) is None:
-        return None
-    return b if a <= 0 else AtLeastOne((b,)) if a == 1 else None
