@@ -183,6 +183,18 @@ def test_broadcasts_inside_a_body_are_our_ops_when_kept(tmp_path: Path) -> None:
     assert any(o.domain == onnx_bcast.DOMAIN for o in kept.opset_import)
 
 
+def test_from_ir_counts_the_nodes_in_the_bodies(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``from-ir``'s summary line counts every graph's nodes, as it counts their checks and as ``convert`` does."""
+    from onnx_bcast.cli.main import main
+
+    path = _save(_broadcasts_inside()[0], tmp_path)
+    assert main(["from-ir", str(path), "-o", str(tmp_path / "out.onnx")]) == 0
+    written = onnx.load(str(tmp_path / "out.onnx"))
+    every = sum(len(graph.node) for graph in all_graphs(written))
+    assert every > len(written.graph.node)
+    assert f": {every} ONNX nodes, " in capsys.readouterr().out
+
+
 def test_openvino_reads_the_written_model(tmp_path: Path) -> None:
     model, feeds_per_branch = _nested()
     written = ir_to_onnx(_save(model, tmp_path))

@@ -33,7 +33,7 @@ def _quiet_onnxruntime(verbose: int) -> None:
 
 
 def cmd_from_ir(args: argparse.Namespace) -> int:
-    from onnx_bcast.cli.report import checks_text
+    from onnx_bcast.cli.report import all_nodes, checks_text
     from onnx_bcast.model.files import save_atomically
     from onnx_bcast.onnxifier import ir_to_onnx
     from onnx_bcast.onnxifier.validate import IRNotConvertible
@@ -76,8 +76,9 @@ def cmd_from_ir(args: argparse.Namespace) -> int:
         save_atomically(model, target, external=False)
     except OSError as err:
         raise ModelProblem(str(err)) from err
-    ours = sum(1 for node in model.graph.node if node.domain == "onnx_bcast")
+    nodes = all_nodes(model)  # in If bodies too, as the checks are counted and as convert counts them
+    ours = sum(1 for node in nodes if node.domain == "onnx_bcast")
     kept = f", {ours} onnx_bcast nodes kept" if args.keep_ops else ""
-    print(f"{source.name}: {len(model.graph.node)} ONNX nodes{kept}, {checks_text(model)}, {seconds:.2f} s")
+    print(f"{source.name}: {len(nodes)} ONNX nodes{kept}, {checks_text(model)}, {seconds:.2f} s")
     print(f"wrote {args.output}{verified}")
     return EXIT_OK
