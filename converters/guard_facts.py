@@ -17,6 +17,8 @@ import numpy as np
 from onnx import NodeProto, helper, numpy_helper
 
 from onnx_bcast.lowering.binding import Bound
+from onnx_bcast.lowering.dim_arithmetic import elementwise
+from onnx_bcast.lowering.value_dims import squeezed_dims
 
 Element = int | bool | tuple | None  # a tuple is a symbol (a value's name, axis): that dim's run-time size
 Value = tuple[Element, ...] | None
@@ -67,18 +69,6 @@ _BINARY: dict[str, Callable[[Element, Element], Element]] = {
     "Or": _or, "And": _and, "Add": _arith(lambda a, b: a + b), "Sub": _arith(lambda a, b: a - b),
 }
 BROADCASTING = frozenset(_BINARY)  # the elementwise ops modelled: their operands broadcast
-
-
-def _broadcast(a: Value, b: Value, op: Callable[[Element, Element], Element]) -> Value:
-    if a is None or b is None:
-        return None
-    if len(a) == len(b):
-        return tuple(op(x, y) for x, y in zip(a, b, strict=True))
-    if len(b) == 1:
-        return tuple(op(x, b[0]) for x in a)
-    if len(a) == 1:
-        return tuple(op(a[0], y) for y in b)
-    return None
 
 
 def _scalar(value: Value) -> int | None:
@@ -184,13 +174,7 @@ class GuardFacts:
                 list(self.value(node.input[1]) or ()) if len(node.input) > 1 else None
             if axes is None or not all(_known(a) for a in axes):
                 return None
-            if node.op_type == "Squeeze":
-                drop = {int(a) % len(source) for a in axes}
-                return tuple(d for k, d in enumerate(source) if k not in drop)
-            dims, rank = list(source), len(source) + len(axes)
-            for a in sorted(int(a) % rank for a in axes):
-                dims.insert(a, 1)
-            return tuple(dims)
+            return squeezed_dims(node.op_type, source, [int(a) for a in axes])
         inner = self.value(name)  # a 1-D value of ours: its length is its shape
         return None if inner is None else (len(inner),)
 
@@ -199,7 +183,7 @@ class GuardFacts:
         if op == "Shape" and not node.attribute:
             return self._shape_of(node.input[0])
         if op in _BINARY:
-            return _broadcast(ins[0], ins[1], _BINARY[op])
+            return elementwise(ins[0], ins[1], _BINARY[op])
         if op == "Not":
             return None if ins[0] is None else tuple(None if e is None else not e for e in ins[0])
         if op == "Neg":

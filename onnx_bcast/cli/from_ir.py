@@ -79,6 +79,6 @@ def cmd_from_ir(args: argparse.Namespace) -> int:
     nodes = all_nodes(model)  # in If bodies too, as the checks are counted and as convert counts them
     ours = sum(1 for node in nodes if node.domain == "onnx_bcast")
     kept = f", {ours} onnx_bcast nodes kept" if args.keep_ops else ""
-    print(f"{source.name}: {len(nodes)} ONNX nodes{kept}, {checks_text(model)}, {seconds:.2f} s")
+    print(f"{source.name}: {len(nodes)} ONNX nodes{kept}, {checks_text(nodes)}, {seconds:.2f} s")
     print(f"wrote {args.output}{verified}")
     return EXIT_OK

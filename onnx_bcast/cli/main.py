@@ -101,9 +101,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         print(line)
     for line in op_table(model, converted):
         print(line)
-    before, after = len(all_nodes(model)), len(all_nodes(converted))
+    written = all_nodes(converted)
+    before, after = len(all_nodes(model)), len(written)
     print(f"{before} nodes -> {after} nodes ({sum(report.rewritten.values())} of ours rewritten, "
-          f"{checks_text(converted)}), {seconds:.2f} s")
+          f"{checks_text(written)}), {seconds:.2f} s")
     print(f"wrote {args.output}{verification_text(verification)}")
     return EXIT_OK
 

@@ -21,11 +21,11 @@ def all_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     return [node for entry in node_lists(model) for node in entry.container.node]
 
 
-def checks_text(model: onnx.ModelProto) -> str:
-    """"N run-time checks" ("1 run-time check") in the model, its subgraphs and functions included."""
+def checks_text(nodes: list[onnx.NodeProto]) -> str:
+    """"N run-time checks" ("1 run-time check") in ``nodes``: a model's ``all_nodes``."""
     from onnx_bcast.lowering.check_forms import run_time_checks  # (not at the command's start)
 
-    count = run_time_checks(node.name for node in all_nodes(model))
+    count = run_time_checks(node.name for node in nodes)
     return f"{count} run-time check{'' if count == 1 else 's'}"
 
 

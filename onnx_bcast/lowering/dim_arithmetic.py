@@ -3,7 +3,10 @@ known, else a ``Product`` of one value's symbols or an ``AtLeastOne`` of one, wh
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 Element = int | tuple | None
+Value = tuple[Element, ...] | None
 
 
 class Product(tuple):
@@ -20,6 +23,19 @@ def _factors(e: Element) -> list | None:
         return list(e)
     if isinstance(e, tuple) and not isinstance(e, AtLeastOne) and len(e) == 2 and isinstance(e[1], int):
         return [e]
+    return None
+
+
+def elementwise(a: Value, b: Value, op: Callable[[Element, Element], Element]) -> Value:
+    """``op`` on two vectors of elements, one of length 1 broadcast to the other's; None where they cannot meet."""
+    if a is None or b is None:
+        return None
+    if len(a) == len(b):
+        return tuple(op(x, y) for x, y in zip(a, b, strict=True))
+    if len(b) == 1:
+        return tuple(op(x, b[0]) for x in a)
+    if len(a) == 1:
+        return tuple(op(a[0], y) for y in b)
     return None
 
 

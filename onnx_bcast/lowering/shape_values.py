@@ -16,7 +16,7 @@ import numpy as np
 from onnx import NodeProto, helper
 
 from onnx_bcast.errors import BroadcastError
-from onnx_bcast.lowering.dim_arithmetic import at_least, times
+from onnx_bcast.lowering.dim_arithmetic import at_least, elementwise, times
 from onnx_bcast.lowering.static_facts import Dims
 from onnx_bcast.lowering.value_dims import broadcast_dims, output_dims
 from onnx_bcast.onnx_defs.inference import attribute_value
@@ -181,14 +181,9 @@ class ShapeValues:
                 (shape.size == 1 and int(shape.reshape(-1)[0]) in (-1, len(ins[0]))) else None
         if op in ("Max", "Min", "Sum", "Mean") and len(ins) == 1:
             return ins[0]
-        if op in ("Mul", "Max") and len(ins) == 2 and ins[0] is not None and ins[1] is not None and \
+        if op in ("Mul", "Max") and len(ins) == 2 and \
                 (op == "Max" or self._type_of(node.output[0]) == 7):  # int64: a product of dims does not wrap
-            a, b = ins
-            if len(a) != len(b) and 1 not in (len(a), len(b)):
-                return None
-            n = max(len(a), len(b))
-            pairs = zip(a * n if len(a) == 1 else a, b * n if len(b) == 1 else b, strict=True)
-            return tuple((times if op == "Mul" else at_least)(x, y) for x, y in pairs)
+            return elementwise(ins[0], ins[1], times if op == "Mul" else at_least)
         return None
 
 
@@ -220,4 +215,3 @@ def _clamped(start: int, end: int, n: int) -> tuple[int, int]:
     start = start + n if start < 0 else start
     end = end + n if end < 0 else end
     return max(0, min(n, start)), max(0, min(n, end))
-

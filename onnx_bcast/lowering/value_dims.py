@@ -26,6 +26,8 @@ REDUCING = frozenset({
     "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
     "ReduceSum", "ReduceSumSquare",
 })
+FOLLOWED = BROADCASTING | REDUCING | {"MatMul", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Concat", "Slice",
+                                      "Conv"}  # the ops ``output_dims`` has a rule for
 Dims = Callable[[str], Value]
 Constant = Callable[[str], "np.ndarray | None"]
 
@@ -34,6 +36,8 @@ def output_dims(node: NodeProto, dims: Dims, values: Dims, constant: Constant) -
     """The dims of ``node``'s first output (a standard op's), per element an int, a symbol or None; None where no
     rule here applies."""
     op = node.op_type
+    if op not in FOLLOWED:
+        return None
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     if op in BROADCASTING:
         return broadcast_dims([dims(name) if name else None for name in node.input])
@@ -51,7 +55,7 @@ def output_dims(node: NodeProto, dims: Dims, values: Dims, constant: Constant) -
         return _reduced(node, dims(node.input[0]), attrs, constant)
     if op in ("Squeeze", "Unsqueeze"):
         axes = attrs.get("axes") if "axes" in attrs else _ints(constant, node.input[1:2])
-        return _squeezed(op, dims(node.input[0]), axes)
+        return squeezed_dims(op, dims(node.input[0]), axes)
     if op == "Concat":
         return _concat([dims(name) for name in node.input], attrs.get("axis"))
     if op == "Slice" and len(node.input) >= 3:
@@ -84,6 +88,9 @@ def broadcast_dims(operands: Sequence[Value]) -> Value:
     return tuple(out)
 
 
+_ABSENT = object()  # a batch axis one side of a MatMul does not have
+
+
 def _matmul(a: Value, b: Value) -> Value:
     if a is None or b is None or not a or not b:
         return None
@@ -96,9 +103,6 @@ def _matmul(a: Value, b: Value) -> Value:
     padded = [(_ABSENT,) * (rank + 2 - len(d)) + tuple(d[:-2]) for d in (a, b)]
     batch = tuple(x if x == y or y is _ABSENT else y if x is _ABSENT else None for x, y in zip(*padded, strict=True))
     return (*batch, a[-2], b[-1])
-
-
-_ABSENT = object()  # a batch axis one side of a MatMul does not have
 
 
 def _reshape(source: Value, shape: Value, allowzero: bool) -> Value:
@@ -206,7 +210,8 @@ def _conv(x: Value, w: Value, attrs: dict) -> Value:
     return (x[0], w[0], *(d if unit and k == 1 else None for d, k in zip(x[2:], kernel, strict=True)))
 
 
-def _squeezed(op: str, source: Value, axes: Sequence[int] | None) -> Value:
+def squeezed_dims(op: str, source: Value, axes: Sequence[int] | None) -> Value:
+    """``Squeeze`` (``op``) or ``Unsqueeze`` of dims ``source`` at ``axes``; None where they name no valid axis."""
     if source is None or axes is None:
         return None
     if op == "Squeeze":
