@@ -8,7 +8,12 @@ The expected values on valid input come from numpy formulas here.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -199,3 +204,23 @@ def test_the_tie_of_an_empty_result_at_every_opset_with_einsum(opset: int) -> No
     np.testing.assert_array_equal(tools.ort_run(converted, valid)[0], np.zeros((2, 0, 2), np.int64), strict=True)
     with pytest.raises(Exception):  # noqa: B017
         tools.ort_run(converted, invalid)
+
+
+def test_the_checks_are_written_in_the_same_order_in_every_process(tmp_path: Path) -> None:
+    """A node reading two declared scalars gets their checks in the inputs' order, whatever Python's string hashing
+    (it was the iteration order of a set: the written bytes differed between runs)."""
+    path = tmp_path / "two_scalars.onnx"
+    onnx.save(none_add(), str(path))
+    script = ("import hashlib, sys, onnx_bcast; "
+              "print(hashlib.sha256(onnx_bcast.convert(sys.argv[1]).SerializeToString()).hexdigest())")
+    digests = set()
+    for seed in range(6):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+        env.pop("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", None)  # (set by onnxruntime-extensions' import)
+        done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, env=env,
+                              timeout=300, check=True)
+        digests.add(done.stdout.strip())
+    names = [n.name for n in onnx_bcast.convert(none_add()).graph.node if n.op_type == "Einsum"]
+    assert [name.split("'")[1] for name in names] == ["a", "b"]
+    assert len(digests) == 1, digests
+    assert hashlib.sha256(onnx_bcast.convert(none_add()).SerializeToString()).hexdigest() in digests

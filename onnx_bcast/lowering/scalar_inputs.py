@@ -76,7 +76,7 @@ def scalars_reaching_ours(graph: GraphProto, declared: list[list[tuple[int, Decl
             label = nested_label
         if label is not None:
             empty = [out for out in node.output if index in labels and _no_element(shape_of(out))]
-            for source in sources:
+            for source in sorted(sources, key=list(types).index):  # inputs' order: the same bytes every run
                 first.setdefault(source, ScalarCheck(label, types[source])).empty.extend(empty)
         for out in node.output:
             if out:
